@@ -1,0 +1,83 @@
+/**
+ * What happens to a task when one of its attempts ends. A pure function of the
+ * task as stored and the outcome, so both stores apply identical rules inside
+ * their own transaction, and the rules are tested with a fake clock.
+ */
+import { decideAfterFailure, DEFAULT_MAX_LOST } from './retry-policy.js';
+import { assertTransition, type TaskState, type TransitionReason } from './task-state.js';
+import type { AttemptOutcome, Task, TaskResult } from './task.js';
+
+export interface AttemptEndInput {
+  outcome: AttemptOutcome;
+  attempt: number;
+  exitCode: number | null;
+  signal: string | null;
+  error: string | null;
+  durationMs: number | null;
+}
+
+export interface AttemptEndPlan {
+  state: TaskState;
+  retriesUsed: number;
+  lostCount: number;
+  runAfter: number | null;
+  /** Non-null only when the task's result is recorded now (it happens once). */
+  result: TaskResult | null;
+  /** Null when the task does not change state (it was already cancelled). */
+  event: { from: TaskState; to: TaskState; reason: TransitionReason; detail: Record<string, unknown> } | null;
+}
+
+export function planAttemptEnd(task: Pick<Task, 'state' | 'retry' | 'retriesUsed' | 'lostCount' | 'result'>, end: AttemptEndInput, now: number, maxLost = DEFAULT_MAX_LOST): AttemptEndPlan {
+  const result: TaskResult = { ...end };
+  const detail: Record<string, unknown> = { attempt: end.attempt, outcome: end.outcome, exitCode: end.exitCode, signal: end.signal };
+  if (end.error) detail.error = end.error;
+  const same = { retriesUsed: task.retriesUsed, lostCount: task.lostCount, runAfter: null };
+
+  if (task.state === 'cancelled') {
+    // Cancel moved the task already; the attempt's end only fills in the result, once.
+    return { ...same, state: 'cancelled', result: task.result ? null : result, event: null };
+  }
+  if (task.state !== 'running') {
+    throw new Error(`attempt ended for a task in state ${task.state}`);
+  }
+  const go = (to: TaskState, reason: TransitionReason, extra: Record<string, unknown> = {}) => {
+    assertTransition('running', to, reason);
+    return { from: 'running' as const, to, reason, detail: { ...detail, ...extra } };
+  };
+
+  switch (end.outcome) {
+    case 'succeeded':
+      return { ...same, state: 'succeeded', result, event: go('succeeded', 'attempt_succeeded') };
+    case 'lost': {
+      const lostCount = task.lostCount + 1;
+      if (lostCount > maxLost) {
+        const r = { ...result, error: `worker lost ${lostCount} times (cap ${maxLost})` };
+        return { ...same, lostCount, state: 'failed', result: r, event: go('failed', 'lost_cap_exceeded', { lostCount }) };
+      }
+      return { ...same, lostCount, state: 'waiting', result: null, event: go('waiting', 'worker_lost', { lostCount }) };
+    }
+    case 'failed':
+    case 'timed_out':
+    case 'cancelled': {
+      // `cancelled` while the task is still running means the worker stopped it on its
+      // own (e.g. a drain); it counts as a failed attempt.
+      const decision = decideAfterFailure(task.retry, task.retriesUsed);
+      if (decision.kind === 'fail') {
+        return { ...same, state: 'failed', result, event: go('failed', 'retries_exhausted') };
+      }
+      const reason = end.outcome === 'timed_out' ? 'attempt_timed_out' : 'attempt_failed';
+      return {
+        state: 'retrying',
+        retriesUsed: decision.retryNumber,
+        lostCount: task.lostCount,
+        runAfter: now + decision.delayMs,
+        result: null,
+        event: go('retrying', reason, { retry: decision.retryNumber, delayMs: decision.delayMs }),
+      };
+    }
+    default: {
+      const never: never = end.outcome;
+      throw new Error(`unknown outcome ${String(never)}`);
+    }
+  }
+}

@@ -1,0 +1,25 @@
+/**
+ * Human durations on the CLI and in the API: "500ms", "30s", "5m", "1h30m", "2d".
+ * A bare integer is milliseconds. Returns null for anything else, so each caller
+ * can name its own field in the error.
+ */
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+const WHOLE = /^(?:\d+(?:\.\d+)?(?:ms|s|m|h|d))+$/;
+const PART = /(\d+(?:\.\d+)?)(ms|s|m|h|d)/g;
+
+export function parseDuration(input: string | number): number | null {
+  if (typeof input === 'number') return Number.isFinite(input) && input >= 0 ? Math.round(input) : null;
+  const s = input.trim();
+  if (/^\d+$/.test(s)) return Number(s);
+  if (!WHOLE.test(s)) return null;
+  let total = 0;
+  for (const m of s.matchAll(PART)) total += Number(m[1]) * UNIT_MS[m[2]!]!;
+  return Number.isFinite(total) ? Math.round(total) : null;
+}
+
+export function formatDuration(ms: number): string {
+  if (ms < 1000) return `${ms}ms`;
+  if (ms < 60_000) return `${+(ms / 1000).toFixed(2)}s`;
+  if (ms < 3_600_000) return `${Math.floor(ms / 60_000)}m${Math.round((ms % 60_000) / 1000)}s`;
+  return `${Math.floor(ms / 3_600_000)}h${Math.round((ms % 3_600_000) / 60_000)}m`;
+}

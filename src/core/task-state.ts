@@ -1,0 +1,76 @@
+/**
+ * The task state machine (design.md, "Task states"), as a pure transition table.
+ *
+ *   ready ──► waiting ──► running ──► succeeded
+ *     │          ▲           │
+ *     │          │           ├─(attempt failed, retries left)──► retrying ──(backoff)──┐
+ *     │          │◄──────────┼──────────────────────────────────────────────────────────┘
+ *     │          │           ├─(attempt failed, none left)────► failed
+ *     │          └───────────┴─(worker lost: does not use a retry)
+ *     └──────────────── cancelled (from any non-terminal state)
+ *
+ * Plus the one edge an operator adds by hand: `failed`/`cancelled` ──(retry)──► `waiting`
+ * with a fresh retry budget.
+ *
+ * Every stored transition goes through `assertTransition`, so an edge missing
+ * here cannot happen in any store.
+ */
+import { IllegalTransitionError } from './errors.js';
+
+export const TASK_STATES = ['ready', 'waiting', 'running', 'retrying', 'succeeded', 'failed', 'cancelled'] as const;
+export type TaskState = (typeof TASK_STATES)[number];
+
+export const TERMINAL_STATES: ReadonlySet<TaskState> = new Set(['succeeded', 'failed', 'cancelled']);
+
+/** Why a transition happened; stored on every event row. */
+export const TRANSITION_REASONS = [
+  'submitted',
+  'released',
+  'claimed',
+  'attempt_succeeded',
+  'attempt_failed',
+  'attempt_timed_out',
+  'retries_exhausted',
+  'backoff_elapsed',
+  'worker_lost',
+  'lost_cap_exceeded',
+  'cancel_requested',
+  'manual_retry',
+] as const;
+export type TransitionReason = (typeof TRANSITION_REASONS)[number];
+
+type Table = Record<TaskState, Partial<Record<TaskState, readonly TransitionReason[]>>>;
+
+/** from → to → the reasons that may move a task along that edge. */
+export const TRANSITIONS: Table = {
+  ready: { waiting: ['released'], cancelled: ['cancel_requested'] },
+  waiting: { running: ['claimed'], cancelled: ['cancel_requested'] },
+  running: {
+    succeeded: ['attempt_succeeded'],
+    retrying: ['attempt_failed', 'attempt_timed_out'],
+    failed: ['retries_exhausted', 'lost_cap_exceeded'],
+    waiting: ['worker_lost'],
+    cancelled: ['cancel_requested'],
+  },
+  retrying: { waiting: ['backoff_elapsed'], cancelled: ['cancel_requested'] },
+  succeeded: {},
+  failed: { waiting: ['manual_retry'] },
+  cancelled: { waiting: ['manual_retry'] },
+};
+
+export function isTerminal(state: TaskState): boolean {
+  return TERMINAL_STATES.has(state);
+}
+
+export function canTransition(from: TaskState, to: TaskState, reason: TransitionReason): boolean {
+  return TRANSITIONS[from][to]?.includes(reason) ?? false;
+}
+
+/** Throws IllegalTransitionError unless `from → to` for `reason` is in the table. */
+export function assertTransition(from: TaskState, to: TaskState, reason: TransitionReason): void {
+  if (!canTransition(from, to, reason)) throw new IllegalTransitionError(from, to, reason);
+}
+
+export function isTaskState(s: string): s is TaskState {
+  return (TASK_STATES as readonly string[]).includes(s);
+}
