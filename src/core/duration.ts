@@ -20,6 +20,9 @@ export function parseDuration(input: string | number): number | null {
 export function formatDuration(ms: number): string {
   if (ms < 1000) return `${ms}ms`;
   if (ms < 60_000) return `${+(ms / 1000).toFixed(2)}s`;
-  if (ms < 3_600_000) return `${Math.floor(ms / 60_000)}m${Math.round((ms % 60_000) / 1000)}s`;
-  return `${Math.floor(ms / 3_600_000)}h${Math.round((ms % 3_600_000) / 60_000)}m`;
+  // Round to the smaller unit first, so rounding up carries (119.6 s is 2m0s, not 1m60s).
+  const s = Math.round(ms / 1000);
+  if (s < 3600) return `${Math.floor(s / 60)}m${s % 60}s`;
+  const m = Math.round(ms / 60_000);
+  return `${Math.floor(m / 60)}h${m % 60}m`;
 }

@@ -28,7 +28,9 @@ export interface TaskFilter {
   state?: TaskState;
   namePrefix?: string;
   owner?: string;
+  /** Inclusive: createdAt >= createdAfter. */
   createdAfter?: number;
+  /** Exclusive: createdAt < createdBefore (half-open, so adjacent ranges do not overlap). */
   createdBefore?: number;
   /** Keyset cursor: return tasks with id < cursor (newest first). */
   cursor?: string;
@@ -114,7 +116,7 @@ export interface Store {
    */
   endAttempt(attemptId: number, fencingToken: number, end: Omit<AttemptEndInput, 'attempt'>, actor: string, now: number): Promise<AttemptEndResult | null>;
 
-  /** Records a rejected (fenced) report as an event on the task. */
+  /** Records a rejected (fenced) report as an event on the task; no-op for an attempt id that never existed. */
   recordFencedReport(attemptId: number, kind: string, actor: string, now: number): Promise<void>;
 
   /** Extends the leases of the worker's running attempts to now + leaseMs. Returns how many. */
@@ -132,11 +134,18 @@ export interface Store {
   /** Cancels a non-terminal task. Throws ConflictError if it is terminal. */
   cancelTask(id: string, actor: string, now: number): Promise<CancelResult>;
 
-  /** failed|cancelled → waiting with a fresh retry budget. Throws ConflictError otherwise. */
+  /**
+   * failed|cancelled → waiting with a fresh retry budget. Throws ConflictError otherwise.
+   * An attempt of a task cancelled while running that is still marked running is ended
+   * as `cancelled` here, so it is fenced and never returned by expiredAttempts.
+   */
   retryTask(id: string, actor: string, now: number): Promise<Task>;
 
   // logs
-  /** Appends chunks of the attempt's output; false (nothing written) if the attempt is not current. */
+  /**
+   * Appends chunks of the attempt's output; false (nothing written) if the attempt is not current.
+   * A chunk whose (attempt, seq) is already stored is skipped, so a re-send after a reconnect is harmless.
+   */
   appendLogs(attemptId: number, fencingToken: number, chunks: NewLogChunk[], now: number): Promise<boolean>;
   /** Chunks of the task with id > afterId in order, at most `limit`. */
   readLogs(taskId: string, afterId: number, limit: number, attempt?: number): Promise<LogChunk[]>;

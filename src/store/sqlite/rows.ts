@@ -1,0 +1,203 @@
+/**
+ * Row <-> model mapping for the SQLite store. Column names are snake_case,
+ * model fields camelCase; JSON columns are parsed here and nowhere else.
+ */
+import type { Attempt, AttemptState, LogChunk, Task, TaskEvent, TaskResult, TaskSpec } from '../../core/task.js';
+import type { TaskState, TransitionReason } from '../../core/task-state.js';
+import type { Role, TokenRecord, WorkerRecord } from '../store.js';
+
+export interface TaskRow {
+  id: string;
+  owner: string;
+  name: string;
+  kind: string;
+  state: string;
+  command: string | null;
+  args: string;
+  script: string | null;
+  interpreter: string;
+  env: string;
+  timeout_ms: number | null;
+  max_retries: number;
+  retry_base_delay_ms: number;
+  retry_factor: number;
+  retry_max_delay_ms: number;
+  priority: number;
+  labels: string;
+  attempts: number;
+  retries_used: number;
+  lost_count: number;
+  run_after: number | null;
+  current_attempt_id: number | null;
+  result: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface AttemptRow {
+  id: number;
+  task_id: string;
+  number: number;
+  worker_id: string;
+  state: string;
+  started_at: number;
+  ended_at: number | null;
+  lease_expires_at: number;
+  exit_code: number | null;
+  signal: string | null;
+  error: string | null;
+  duration_ms: number | null;
+}
+
+export interface EventRow {
+  id: number;
+  task_id: string;
+  from_state: string | null;
+  to_state: string;
+  reason: string;
+  actor: string;
+  at: number;
+  detail: string | null;
+}
+
+export interface LogChunkRow {
+  id: number;
+  task_id: string;
+  attempt: number;
+  seq: number;
+  stream: string;
+  at: number;
+  data: Buffer;
+}
+
+export interface TokenRow {
+  id: string;
+  name: string;
+  user: string;
+  role: string;
+  secret_hash: string;
+  created_at: number;
+  revoked_at: number | null;
+  last_used_at: number | null;
+}
+
+export interface WorkerRow {
+  id: string;
+  hostname: string;
+  slots: number;
+  labels: string;
+  connected_at: number;
+  last_seen_at: number;
+  state: string;
+}
+
+/** Named parameters for INSERT INTO tasks; the columns a spec determines. */
+export function taskSpecParams(spec: TaskSpec) {
+  return {
+    name: spec.name,
+    kind: spec.kind,
+    command: spec.command,
+    args: JSON.stringify(spec.args),
+    script: spec.script,
+    interpreter: JSON.stringify(spec.interpreter),
+    env: JSON.stringify(spec.env),
+    timeout_ms: spec.timeoutMs,
+    max_retries: spec.retry.maxRetries,
+    retry_base_delay_ms: spec.retry.baseDelayMs,
+    retry_factor: spec.retry.factor,
+    retry_max_delay_ms: spec.retry.maxDelayMs,
+    priority: spec.priority,
+    labels: JSON.stringify(spec.labels),
+  };
+}
+
+export function taskFromRow(r: TaskRow): Task {
+  return {
+    id: r.id,
+    owner: r.owner,
+    name: r.name,
+    kind: r.kind as Task['kind'],
+    state: r.state as TaskState,
+    command: r.command,
+    args: JSON.parse(r.args) as string[],
+    script: r.script,
+    interpreter: JSON.parse(r.interpreter) as string[],
+    env: JSON.parse(r.env) as Record<string, string>,
+    timeoutMs: r.timeout_ms,
+    retry: {
+      maxRetries: r.max_retries,
+      baseDelayMs: r.retry_base_delay_ms,
+      factor: r.retry_factor,
+      maxDelayMs: r.retry_max_delay_ms,
+    },
+    priority: r.priority,
+    labels: JSON.parse(r.labels) as Record<string, string>,
+    attempts: r.attempts,
+    retriesUsed: r.retries_used,
+    lostCount: r.lost_count,
+    runAfter: r.run_after,
+    currentAttemptId: r.current_attempt_id,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+    result: r.result === null ? null : (JSON.parse(r.result) as TaskResult),
+  };
+}
+
+export function attemptFromRow(r: AttemptRow): Attempt {
+  return {
+    id: r.id,
+    taskId: r.task_id,
+    number: r.number,
+    workerId: r.worker_id,
+    state: r.state as AttemptState,
+    startedAt: r.started_at,
+    endedAt: r.ended_at,
+    leaseExpiresAt: r.lease_expires_at,
+    exitCode: r.exit_code,
+    signal: r.signal,
+    error: r.error,
+    durationMs: r.duration_ms,
+  };
+}
+
+export function eventFromRow(r: EventRow): TaskEvent {
+  return {
+    id: r.id,
+    taskId: r.task_id,
+    from: r.from_state as TaskState | null,
+    to: r.to_state as TaskState,
+    reason: r.reason as TransitionReason | 'fenced_report',
+    actor: r.actor,
+    at: r.at,
+    detail: r.detail === null ? null : (JSON.parse(r.detail) as Record<string, unknown>),
+  };
+}
+
+export function logChunkFromRow(r: LogChunkRow): LogChunk {
+  return { id: r.id, attempt: r.attempt, seq: r.seq, stream: r.stream as LogChunk['stream'], at: r.at, data: r.data };
+}
+
+export function tokenFromRow(r: TokenRow): TokenRecord {
+  return {
+    id: r.id,
+    name: r.name,
+    user: r.user,
+    role: r.role as Role,
+    secretHash: r.secret_hash,
+    createdAt: r.created_at,
+    revokedAt: r.revoked_at,
+    lastUsedAt: r.last_used_at,
+  };
+}
+
+export function workerFromRow(r: WorkerRow): WorkerRecord {
+  return {
+    id: r.id,
+    hostname: r.hostname,
+    slots: r.slots,
+    labels: JSON.parse(r.labels) as Record<string, string>,
+    connectedAt: r.connected_at,
+    lastSeenAt: r.last_seen_at,
+    state: r.state as WorkerRecord['state'],
+  };
+}
