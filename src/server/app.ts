@@ -1,0 +1,72 @@
+/**
+ * Builds the HTTP server: validation with closed schemas, one error shape,
+ * bearer auth on every route except /healthz, the OpenAPI document built from
+ * the route schemas, and the workers' WebSocket endpoint.
+ */
+import Fastify, { type FastifyInstance } from 'fastify';
+import { Ajv } from 'ajv';
+import addFormats from 'ajv-formats';
+import websocket from '@fastify/websocket';
+import swagger from '@fastify/swagger';
+import { ForbiddenError } from '../core/errors.js';
+import { WORKER_CONNECT_PATH } from '../core/protocol.js';
+import { authenticate } from './auth.js';
+import type { AppContext } from './context.js';
+import { handleError } from './error-handler.js';
+import { taskRoutes } from './routes/tasks.js';
+import { tokenRoutes } from './routes/tokens.js';
+import { workerRoutes } from './routes/workers.js';
+
+export const BODY_LIMIT = 1024 * 1024;
+
+function newAjv(coerceTypes: false | 'array'): Ajv {
+  const ajv = new Ajv({ coerceTypes, removeAdditional: false, useDefaults: true, allErrors: false, strict: false });
+  (addFormats as unknown as (a: Ajv) => void)(ajv);
+  return ajv;
+}
+const PUBLIC_PATHS = new Set(['/healthz']);
+
+export async function buildApp(ctx: AppContext, opts: { logLevel?: string } = {}): Promise<FastifyInstance> {
+  const app = Fastify({
+    bodyLimit: BODY_LIMIT,
+    logger: { level: opts.logLevel ?? 'warn' },
+  });
+  // Two validators: bodies are JSON and must have the exact types (no "3" for 3);
+  // query strings and path params are text and are coerced. Neither drops
+  // unknown fields: the closed schemas reject them.
+  const strict = newAjv(false);
+  const coercing = newAjv('array');
+  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? strict : coercing).compile(schema));
+  app.decorateRequest('principal', null);
+  app.setErrorHandler(handleError);
+  app.setNotFoundHandler((req, reply) => {
+    void reply.code(404).send({ error: { code: 'not_found', message: `no route ${req.method} ${req.url.split('?')[0]}` } });
+  });
+
+  app.addHook('onRequest', async (req) => {
+    const path = req.url.split('?')[0]!;
+    if (PUBLIC_PATHS.has(path)) return;
+    req.principal = await authenticate(req, ctx.tokens);
+    const isConnect = path === WORKER_CONNECT_PATH;
+    if (isConnect !== (req.principal.role === 'worker')) {
+      throw new ForbiddenError(isConnect ? 'only worker tokens may connect as a worker' : 'worker tokens may only connect as a worker');
+    }
+  });
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.0.3',
+      info: { title: 'Drover API', version: '1', description: 'Self-hosted task scheduler. See docs/api.md.' },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+      security: [{ bearer: [] }],
+    },
+  });
+  await app.register(websocket, { options: { maxPayload: 4 * 1024 * 1024 } });
+
+  app.get('/healthz', { schema: { hide: true } }, async () => ({ ok: true }));
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  taskRoutes(app, ctx);
+  tokenRoutes(app, ctx);
+  workerRoutes(app, ctx);
+  return app;
+}

@@ -1,0 +1,76 @@
+/**
+ * Maps every error that reaches the HTTP edge to `{"error": {...}}` with the
+ * status the error class names (src/core/errors.ts). Fastify's own errors
+ * (schema validation, body too large, malformed JSON) are translated into
+ * the same shape, naming the offending field.
+ */
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { isDroverError } from '../core/errors.js';
+
+interface AjvError {
+  instancePath?: string;
+  keyword?: string;
+  message?: string;
+  params?: Record<string, unknown>;
+}
+
+/** "/retry/maxRetries" → "retry.maxRetries"; adds the property for required/additionalProperties. */
+export function fieldOf(e: AjvError, context: string | undefined): string {
+  const path = (e.instancePath ?? '').split('/').filter(Boolean);
+  if (e.keyword === 'additionalProperties' && typeof e.params?.additionalProperty === 'string') path.push(e.params.additionalProperty);
+  if (e.keyword === 'required' && typeof e.params?.missingProperty === 'string') path.push(e.params.missingProperty);
+  if (path.length === 0) return context === 'body' ? 'body' : (context ?? 'request');
+  return path.join('.');
+}
+
+function reasonOf(e: AjvError): string {
+  switch (e.keyword) {
+    case 'additionalProperties':
+      return 'unknown field';
+    case 'required':
+      return 'required';
+    case 'pattern':
+      return 'malformed';
+    case 'anyOf':
+      return 'has the wrong type or value';
+    default:
+      return e.message ?? 'invalid';
+  }
+}
+
+export function errorBody(code: string, message: string, extra: Record<string, string> = {}) {
+  return { error: { code, message, ...extra } };
+}
+
+export function handleError(this: unknown, err: FastifyError, req: FastifyRequest, reply: FastifyReply): void {
+  if (err.validation && err.validation.length) {
+    // Report the most specific error: ajv lists union branches before the union itself.
+    const first = err.validation[0] as AjvError;
+    const field = fieldOf(first, err.validationContext);
+    const reason = reasonOf(first);
+    void reply.code(400).send(errorBody('invalid_input', `${field}: ${reason}`, { field, reason }));
+    return;
+  }
+  if (isDroverError(err)) {
+    void reply.code(err.httpStatus).send({ error: err.toJSON() });
+    return;
+  }
+  switch (err.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      void reply.code(413).send(errorBody('payload_too_large', 'body: larger than the 1 MiB limit', { field: 'body', reason: 'larger than the 1 MiB limit' }));
+      return;
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      void reply.code(415).send(errorBody('invalid_input', 'body: send Content-Type: application/json', { field: 'body', reason: 'unsupported content type' }));
+      return;
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      void reply.code(400).send(errorBody('invalid_input', 'body: empty JSON body', { field: 'body', reason: 'empty JSON body' }));
+      return;
+  }
+  if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) {
+    // e.g. malformed JSON: Fastify sets 400 and a parser message.
+    void reply.code(err.statusCode).send(errorBody('invalid_input', `body: ${err.message}`, { field: 'body', reason: err.message }));
+    return;
+  }
+  req.log.error({ err }, 'internal error');
+  void reply.code(500).send(errorBody('internal', 'internal server error'));
+}

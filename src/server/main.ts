@@ -1,0 +1,89 @@
+/**
+ * Starts a Drover server: opens and migrates the store, makes sure an admin
+ * token exists, serves the API and the worker endpoint, runs the scheduler.
+ */
+import pino from 'pino';
+import { systemClock, type Clock } from '../core/clock.js';
+import { DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS } from '../core/protocol.js';
+import { openStore } from '../store/open-store.js';
+import type { Role, Store } from '../store/store.js';
+import { buildApp } from './app.js';
+import { tokenService } from './auth.js';
+import { Scheduler } from './scheduler.js';
+import { TaskBus } from './task-bus.js';
+
+export interface ServerOptions {
+  /** `sqlite:PATH` or `postgres://...` */
+  db: string;
+  host?: string;
+  port?: number;
+  /** Used as the first admin token's secret when the store has no token (DROVER_ADMIN_TOKEN). */
+  adminToken?: string;
+  logLevel?: string;
+  heartbeatMs?: number;
+  leaseMs?: number;
+  sweepMs?: number;
+  clock?: Clock;
+}
+
+export interface RunningServer {
+  url: string;
+  /** Set when this start created the first admin token and generated its secret (print it once). */
+  createdAdminSecret: string | null;
+  store: Store;
+  tokens: {
+    create(name: string, role: Role, user: string): Promise<{ id: string; secret: string }>;
+    verify(secret: string): Promise<{ id: string; role: string } | null>;
+  };
+  close(): Promise<void>;
+}
+
+export async function startServer(opts: ServerOptions): Promise<RunningServer> {
+  const clock = opts.clock ?? systemClock;
+  const log = pino({ level: opts.logLevel ?? 'info', base: { svc: 'drover-server' } }, pino.destination(2));
+  const store = await openStore(opts.db);
+  const tokens = tokenService(store, () => clock.now());
+
+  let createdAdminSecret: string | null = null;
+  if ((await store.countTokens()) === 0) {
+    const made = await tokens.create('admin', 'admin', 'admin', opts.adminToken || undefined);
+    if (!opts.adminToken) createdAdminSecret = made.secret;
+  }
+
+  const bus = new TaskBus();
+  const scheduler = new Scheduler(store, clock, bus, log, {
+    heartbeatMs: opts.heartbeatMs ?? DEFAULT_HEARTBEAT_MS,
+    leaseMs: opts.leaseMs ?? DEFAULT_LEASE_MS,
+    sweepMs: opts.sweepMs ?? 1000,
+  });
+  const app = await buildApp({ store, scheduler, bus, clock, tokens, log }, { logLevel: opts.logLevel === 'debug' ? 'info' : 'warn' });
+  await app.listen({ host: opts.host ?? '127.0.0.1', port: opts.port ?? 7070 });
+  const addr = app.server.address();
+  const port = typeof addr === 'object' && addr ? addr.port : (opts.port ?? 7070);
+  const url = `http://${opts.host ?? '127.0.0.1'}:${port}`;
+  scheduler.start();
+
+  let closing: Promise<void> | null = null;
+  return {
+    url,
+    createdAdminSecret,
+    store,
+    tokens: {
+      create: async (name, role, user) => {
+        const r = await tokens.create(name, role, user);
+        return { id: r.id, secret: r.secret };
+      },
+      verify: async (secret) => {
+        const r = await tokens.verify(secret);
+        return r ? { id: r.id, role: r.role } : null;
+      },
+    },
+    close: () =>
+      (closing ??= (async () => {
+        scheduler.stop();
+        for (const w of app.websocketServer?.clients ?? []) w.terminate();
+        await app.close();
+        await store.close();
+      })()),
+  };
+}

@@ -1,0 +1,41 @@
+/** Worker listing (admin) and the agents' WebSocket endpoint (role worker only). */
+import type { FastifyInstance } from 'fastify';
+import { Type } from '@sinclair/typebox';
+import { WORKER_CONNECT_PATH } from '../../core/protocol.js';
+import { requireRole } from '../auth.js';
+import type { AppContext } from '../context.js';
+import { ErrorSchema } from '../schemas.js';
+import { WorkerSession } from '../worker-session.js';
+
+const WorkerSchema = Type.Object({
+  id: Type.String(),
+  hostname: Type.String(),
+  slots: Type.Integer(),
+  labels: Type.Record(Type.String(), Type.String()),
+  state: Type.String(),
+  connectedAt: Type.String(),
+  lastSeenAt: Type.String(),
+  running: Type.Integer(),
+});
+
+export function workerRoutes(app: FastifyInstance, ctx: AppContext): void {
+  app.get('/v1/workers', { schema: { tags: ['workers'], summary: 'List workers', response: { 200: Type.Object({ workers: Type.Array(WorkerSchema) }), 401: ErrorSchema, 403: ErrorSchema } } }, async (req) => {
+    requireRole(req, 'admin');
+    const live = new Map(ctx.scheduler.workers().map((l) => [l.workerId, l.running.size]));
+    const rows = await ctx.store.listWorkers();
+    return {
+      workers: rows.map((w) => ({
+        ...w,
+        state: live.has(w.id) ? 'connected' : 'disconnected',
+        connectedAt: new Date(w.connectedAt).toISOString(),
+        lastSeenAt: new Date(w.lastSeenAt).toISOString(),
+        running: live.get(w.id) ?? 0,
+      })),
+    };
+  });
+
+  app.get(WORKER_CONNECT_PATH, { websocket: true, schema: { hide: true } }, (socket, req) => {
+    // The role was checked in the auth hook before the upgrade; see app.ts.
+    new WorkerSession(socket, req.ip, ctx.store, ctx.scheduler, ctx.bus, ctx.clock, ctx.log);
+  });
+}

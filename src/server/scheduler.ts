@@ -1,0 +1,210 @@
+/**
+ * The scheduler (the seed's informer): pushes waiting tasks to connected
+ * workers with free slots, wakes retrying tasks when their backoff ends, and
+ * ends attempts whose lease ran out as `lost`.
+ *
+ * The store is the source of truth; this object only holds what is about live
+ * connections (which worker has how many free slots, which attempt runs where).
+ * Every decision that changes a task is an atomic store call, so a crash of
+ * this process at any point loses nothing acknowledged.
+ *
+ * Dispatch is event driven: `kick()` after a submit, a finished attempt, a new
+ * worker or a promoted retry. A slow periodic sweep (sweepMs) is the fallback
+ * that also catches what another process changed.
+ */
+import type { AssignedAttempt } from '../core/protocol.js';
+import type { Clock } from '../core/clock.js';
+import type { Attempt, Task } from '../core/task.js';
+import type { Store } from '../store/store.js';
+import type { TaskBus } from './task-bus.js';
+
+export interface SchedulerOptions {
+  leaseMs: number;
+  heartbeatMs: number;
+  /** Period of the fallback sweep: expired leases, due retries, missed kicks. */
+  sweepMs: number;
+}
+
+/** What the scheduler needs of a live worker connection. */
+export interface WorkerLink {
+  readonly workerId: string;
+  readonly slots: number;
+  /** Attempts assigned to this worker that have not ended. */
+  readonly running: Set<number>;
+  /** False if the socket is gone. */
+  send(msg: import('../core/protocol.js').ServerMessage): boolean;
+  close(reason: string): void;
+}
+
+export interface Logger {
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+export class Scheduler {
+  private readonly links = new Map<string, WorkerLink>();
+  private dispatching = false;
+  private again = false;
+  private wakeTimer: NodeJS.Timeout | null = null;
+  private wakeAt = Infinity;
+  private sweepTimer: NodeJS.Timeout | null = null;
+  private stopped = false;
+
+  constructor(
+    private readonly store: Store,
+    private readonly clock: Clock,
+    private readonly bus: TaskBus,
+    private readonly log: Logger,
+    readonly opts: SchedulerOptions,
+  ) {}
+
+  start(): void {
+    this.sweepTimer = setInterval(() => void this.sweep(), this.opts.sweepMs);
+    this.sweepTimer.unref();
+    void this.sweep();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    if (this.sweepTimer) clearInterval(this.sweepTimer);
+    if (this.wakeTimer) clearTimeout(this.wakeTimer);
+  }
+
+  addLink(link: WorkerLink): void {
+    const old = this.links.get(link.workerId);
+    if (old && old !== link) old.close('replaced by a newer connection of the same worker');
+    this.links.set(link.workerId, link);
+    this.kick();
+  }
+
+  removeLink(link: WorkerLink): void {
+    if (this.links.get(link.workerId) === link) this.links.delete(link.workerId);
+  }
+
+  linkOf(attemptId: number): WorkerLink | undefined {
+    for (const l of this.links.values()) if (l.running.has(attemptId)) return l;
+    return undefined;
+  }
+
+  workers(): WorkerLink[] {
+    return [...this.links.values()];
+  }
+
+  /** Ask for a dispatch pass soon. Coalesces: many kicks during a pass cause one more pass. */
+  kick(): void {
+    if (this.stopped) return;
+    if (this.dispatching) {
+      this.again = true;
+      return;
+    }
+    this.dispatching = true;
+    queueMicrotask(() => void this.dispatchLoop());
+  }
+
+  private async dispatchLoop(): Promise<void> {
+    try {
+      do {
+        this.again = false;
+        await this.dispatchPass();
+      } while (this.again && !this.stopped);
+    } catch (err) {
+      this.log.error({ err }, 'dispatch failed');
+    } finally {
+      this.dispatching = false;
+    }
+  }
+
+  /** Fill free slots, most free slots first, one atomic claim per assignment. */
+  private async dispatchPass(): Promise<void> {
+    for (;;) {
+      let best: WorkerLink | null = null;
+      let bestFree = 0;
+      for (const l of this.links.values()) {
+        const free = l.slots - l.running.size;
+        if (free > bestFree) {
+          best = l;
+          bestFree = free;
+        }
+      }
+      if (!best) return;
+      const claim = await this.store.claimNext(best.workerId, this.clock.now(), this.opts.leaseMs);
+      if (!claim) return;
+      best.running.add(claim.attempt.id);
+      this.bus.notify(claim.task.id);
+      if (!best.send({ type: 'assign', attempt: assignment(claim.task, claim.attempt) })) {
+        // The socket closed between choosing and sending: give the task back now
+        // rather than after the lease runs out.
+        best.running.delete(claim.attempt.id);
+        await this.endLost(claim.attempt, 'worker connection closed before the assignment was sent');
+      }
+    }
+  }
+
+  /** Ends an attempt as lost (no retry used) and requeues its task. */
+  async endLost(attempt: Attempt, error: string): Promise<void> {
+    const res = await this.store.endAttempt(attempt.id, attempt.id, { outcome: 'lost', exitCode: null, signal: null, error, durationMs: null }, 'scheduler', this.clock.now());
+    if (res) {
+      this.bus.notify(res.task.id);
+      this.kick();
+    }
+  }
+
+  /** Called after a task entered `retrying`: wake when its backoff ends. */
+  wakeAtTime(at: number): void {
+    if (this.stopped || at >= this.wakeAt) return;
+    if (this.wakeTimer) clearTimeout(this.wakeTimer);
+    this.wakeAt = at;
+    this.wakeTimer = setTimeout(() => void this.onWake(), Math.max(0, at - this.clock.now()));
+  }
+
+  private async onWake(): Promise<void> {
+    this.wakeTimer = null;
+    this.wakeAt = Infinity;
+    try {
+      await this.promote();
+    } catch (err) {
+      this.log.error({ err }, 'promoting due retries failed');
+    }
+  }
+
+  private async promote(): Promise<void> {
+    const ids = await this.store.promoteDue(this.clock.now());
+    for (const id of ids) this.bus.notify(id);
+    if (ids.length) this.kick();
+    const next = await this.store.nextDueAt();
+    if (next !== null) this.wakeAtTime(next);
+  }
+
+  /** The fallback: expire leases, promote due retries, dispatch what may have been missed. */
+  async sweep(): Promise<void> {
+    if (this.stopped) return;
+    try {
+      const expired = await this.store.expiredAttempts(this.clock.now());
+      for (const a of expired) {
+        this.linkOf(a.id)?.running.delete(a.id);
+        this.log.warn({ attemptId: a.id, taskId: a.taskId, workerId: a.workerId }, 'lease expired: attempt lost');
+        await this.endLost(a, `lease expired: worker ${a.workerId} silent for ${this.opts.leaseMs} ms`);
+      }
+      await this.promote();
+      this.kick();
+    } catch (err) {
+      this.log.error({ err }, 'sweep failed');
+    }
+  }
+}
+
+export function assignment(task: Task, attempt: Attempt): AssignedAttempt {
+  return {
+    attemptId: attempt.id,
+    fencingToken: attempt.id,
+    taskId: task.id,
+    number: attempt.number,
+    command: task.command,
+    args: task.args,
+    script: task.script,
+    interpreter: task.interpreter,
+    env: task.env,
+    timeoutMs: task.timeoutMs,
+  };
+}

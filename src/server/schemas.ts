@@ -1,0 +1,163 @@
+/**
+ * Request and response schemas (TypeBox = JSON Schema). Fastify validates
+ * requests with them and @fastify/swagger builds /openapi.json from the same
+ * objects, so the document cannot drift from what the server accepts.
+ * Every object schema is closed (additionalProperties: false): unknown
+ * fields are rejected, not ignored.
+ */
+import { Type, type Static } from '@sinclair/typebox';
+import { TASK_ID_PATTERN } from '../core/ids.js';
+import { RETRY_LIMITS } from '../core/retry-policy.js';
+import { TASK_STATES } from '../core/task-state.js';
+
+const StringMap = Type.Record(Type.String({ minLength: 1, maxLength: 256 }), Type.String({ maxLength: 65536 }));
+/** Integer milliseconds or a string such as "30s", "1h30m". */
+const Duration = Type.Union([Type.Integer({ minimum: 0 }), Type.String({ minLength: 1, maxLength: 32 })]);
+const Iso = Type.String({ format: 'date-time' });
+const Nullable = <T extends ReturnType<typeof Type.String>>(t: T) => Type.Union([t, Type.Null()]);
+
+export const TaskIdParams = Type.Object({ id: Type.String({ pattern: TASK_ID_PATTERN }) }, { additionalProperties: false });
+export type TaskIdParams = Static<typeof TaskIdParams>;
+
+export const SubmitBody = Type.Object(
+  {
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    kind: Type.Optional(Type.Literal('batch')),
+    command: Type.Optional(Type.String({ minLength: 1, maxLength: 4096 })),
+    args: Type.Optional(Type.Array(Type.String({ maxLength: 65536 }), { maxItems: 1000 })),
+    script: Type.Optional(Type.String({ minLength: 1, maxLength: 512 * 1024 })),
+    interpreter: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 4096 }), { minItems: 1, maxItems: 20 })),
+    env: Type.Optional(StringMap),
+    timeout: Type.Optional(Duration),
+    retry: Type.Optional(
+      Type.Object(
+        {
+          maxRetries: Type.Optional(Type.Integer({ minimum: 0, maximum: RETRY_LIMITS.maxRetries })),
+          baseDelay: Type.Optional(Duration),
+          factor: Type.Optional(Type.Number({ minimum: 1, maximum: RETRY_LIMITS.maxFactor })),
+          maxDelay: Type.Optional(Duration),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    priority: Type.Optional(Type.Integer({ minimum: -1000, maximum: 1000 })),
+    labels: Type.Optional(StringMap),
+  },
+  { additionalProperties: false },
+);
+export type SubmitBody = Static<typeof SubmitBody>;
+
+export const ListQuery = Type.Object(
+  {
+    state: Type.Optional(Type.Union(TASK_STATES.map((s) => Type.Literal(s)))),
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    owner: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    createdAfter: Type.Optional(Iso),
+    createdBefore: Type.Optional(Iso),
+    cursor: Type.Optional(Type.String({ pattern: TASK_ID_PATTERN })),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500 })),
+  },
+  { additionalProperties: false },
+);
+export type ListQuery = Static<typeof ListQuery>;
+
+export const LogsQuery = Type.Object(
+  {
+    follow: Type.Optional(Type.Union([Type.Literal('1'), Type.Literal('0'), Type.Literal('true'), Type.Literal('false')])),
+    attempt: Type.Optional(Type.Integer({ minimum: 1 })),
+  },
+  { additionalProperties: false },
+);
+export type LogsQuery = Static<typeof LogsQuery>;
+
+export const TokenCreateBody = Type.Object(
+  {
+    name: Type.String({ minLength: 1, maxLength: 100 }),
+    role: Type.Optional(Type.Union([Type.Literal('admin'), Type.Literal('user'), Type.Literal('worker')])),
+    user: Type.Optional(Type.String({ minLength: 1, maxLength: 100, pattern: '^[A-Za-z0-9._@-]+$' })),
+  },
+  { additionalProperties: false },
+);
+export type TokenCreateBody = Static<typeof TokenCreateBody>;
+
+export const TokenIdParams = Type.Object({ id: Type.String({ pattern: '^[0-9a-f]{16}$' }) }, { additionalProperties: false });
+
+// ---- responses (documented in /openapi.json; also used to serialize fast) ----
+
+const ResultSchema = Type.Union([
+  Type.Object({
+    outcome: Type.String(),
+    attempt: Type.Integer(),
+    exitCode: Type.Union([Type.Integer(), Type.Null()]),
+    signal: Nullable(Type.String()),
+    error: Nullable(Type.String()),
+    durationMs: Type.Union([Type.Integer(), Type.Null()]),
+  }),
+  Type.Null(),
+]);
+
+export const TaskSchema = Type.Object({
+  id: Type.String(),
+  owner: Type.String(),
+  name: Type.String(),
+  kind: Type.String(),
+  state: Type.String(),
+  command: Nullable(Type.String()),
+  args: Type.Array(Type.String()),
+  script: Nullable(Type.String()),
+  interpreter: Type.Array(Type.String()),
+  env: Type.Record(Type.String(), Type.String()),
+  timeoutMs: Type.Union([Type.Integer(), Type.Null()]),
+  retry: Type.Object({ maxRetries: Type.Integer(), baseDelayMs: Type.Integer(), factor: Type.Number(), maxDelayMs: Type.Integer() }),
+  priority: Type.Integer(),
+  labels: Type.Record(Type.String(), Type.String()),
+  attempts: Type.Integer(),
+  retriesUsed: Type.Integer(),
+  lostCount: Type.Integer(),
+  runAfter: Nullable(Type.String()),
+  createdAt: Type.String(),
+  updatedAt: Type.String(),
+  result: ResultSchema,
+});
+
+export const AttemptSchema = Type.Object({
+  id: Type.Integer(),
+  number: Type.Integer(),
+  workerId: Type.String(),
+  state: Type.String(),
+  startedAt: Type.String(),
+  endedAt: Nullable(Type.String()),
+  exitCode: Type.Union([Type.Integer(), Type.Null()]),
+  signal: Nullable(Type.String()),
+  error: Nullable(Type.String()),
+  durationMs: Type.Union([Type.Integer(), Type.Null()]),
+});
+
+export const EventSchema = Type.Object({
+  id: Type.Integer(),
+  from: Nullable(Type.String()),
+  to: Type.String(),
+  reason: Type.String(),
+  actor: Type.String(),
+  at: Type.String(),
+  detail: Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()]),
+});
+
+export const TokenSchema = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  user: Type.String(),
+  role: Type.String(),
+  createdAt: Type.String(),
+  revokedAt: Nullable(Type.String()),
+  lastUsedAt: Nullable(Type.String()),
+});
+
+export const ErrorSchema = Type.Object({
+  error: Type.Object({
+    code: Type.String(),
+    message: Type.String(),
+    field: Type.Optional(Type.String()),
+    reason: Type.Optional(Type.String()),
+  }),
+});

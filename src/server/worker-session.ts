@@ -1,0 +1,198 @@
+/**
+ * One agent's WebSocket connection, server side: registration, heartbeats,
+ * log chunks and exit reports (protocol in src/core/protocol.ts).
+ *
+ * Messages are handled strictly in arrival order through one queue, because
+ * order carries meaning: an attempt's last log chunk precedes its exit. Runs of
+ * log chunks are written to the store in one transaction per attempt, which is
+ * what keeps a task printing at full speed from costing a commit per chunk.
+ */
+import type { WebSocket } from 'ws';
+import type { Clock } from '../core/clock.js';
+import { PROTOCOL_VERSION, type AgentMessage, type ServerMessage } from '../core/protocol.js';
+import type { NewLogChunk, Store } from '../store/store.js';
+import type { Logger, Scheduler, WorkerLink } from './scheduler.js';
+import type { TaskBus } from './task-bus.js';
+
+const HELLO_TIMEOUT_MS = 10_000;
+type LogMsg = Extract<AgentMessage, { type: 'log' }>;
+
+export class WorkerSession implements WorkerLink {
+  workerId = '';
+  slots = 0;
+  readonly running = new Set<number>();
+  private readonly queue: AgentMessage[] = [];
+  private draining = false;
+  private registered = false;
+  private closed = false;
+  private readonly helloTimer: NodeJS.Timeout;
+
+  constructor(
+    private readonly ws: WebSocket,
+    private readonly remote: string,
+    private readonly store: Store,
+    private readonly scheduler: Scheduler,
+    private readonly bus: TaskBus,
+    private readonly clock: Clock,
+    private readonly log: Logger,
+  ) {
+    this.helloTimer = setTimeout(() => this.close('no hello within 10 s'), HELLO_TIMEOUT_MS);
+    ws.on('message', (data, isBinary) => this.onFrame(data as Buffer, isBinary));
+    ws.on('close', () => void this.onClose());
+    ws.on('error', (err) => this.log.warn({ err, workerId: this.workerId }, 'worker socket error'));
+  }
+
+  send(msg: ServerMessage): boolean {
+    if (this.closed || this.ws.readyState !== this.ws.OPEN) return false;
+    this.ws.send(JSON.stringify(msg));
+    return true;
+  }
+
+  close(reason: string): void {
+    if (this.ws.readyState === this.ws.OPEN) this.ws.close(4000, reason.slice(0, 120));
+  }
+
+  private onFrame(data: Buffer, isBinary: boolean): void {
+    let msg: AgentMessage;
+    try {
+      if (isBinary) throw new Error('binary frame');
+      msg = JSON.parse(data.toString('utf8')) as AgentMessage;
+      if (typeof msg !== 'object' || msg === null || typeof msg.type !== 'string') throw new Error('not a message object');
+    } catch (err) {
+      this.log.warn({ err, remote: this.remote }, 'malformed frame from worker; closing');
+      this.close('protocol error: malformed frame');
+      return;
+    }
+    this.queue.push(msg);
+    if (!this.draining) void this.drain();
+  }
+
+  private async drain(): Promise<void> {
+    this.draining = true;
+    try {
+      while (this.queue.length && !this.closed) {
+        const msg = this.queue[0]!;
+        if (msg.type === 'log') {
+          // Take the whole run of consecutive log chunks: one transaction per attempt.
+          let n = 0;
+          while (n < this.queue.length && this.queue[n]!.type === 'log') n++;
+          await this.onLogs(this.queue.splice(0, n) as LogMsg[]);
+          continue;
+        }
+        this.queue.shift();
+        await this.handle(msg);
+      }
+    } catch (err) {
+      this.log.error({ err, workerId: this.workerId }, 'handling a worker message failed; closing the connection');
+      this.close('server error');
+    } finally {
+      this.draining = false;
+    }
+  }
+
+  private async handle(msg: AgentMessage): Promise<void> {
+    if (!this.registered && msg.type !== 'hello') {
+      this.close('protocol error: hello expected first');
+      return;
+    }
+    switch (msg.type) {
+      case 'hello':
+        return this.onHello(msg);
+      case 'heartbeat':
+        await this.store.renewLeases(this.workerId, [...this.running], this.clock.now(), this.scheduler.opts.leaseMs);
+        return;
+      case 'started':
+        return;
+      case 'exit':
+        return this.onExit(msg);
+      case 'log':
+        return this.onLogs([msg]);
+      default:
+        this.log.warn({ msg }, 'unknown message type from worker; ignored');
+    }
+  }
+
+  private async onHello(msg: Extract<AgentMessage, { type: 'hello' }>): Promise<void> {
+    if (this.registered) return;
+    const valid = typeof msg.workerId === 'string' && /^[A-Za-z0-9._:-]{1,100}$/.test(msg.workerId) && Number.isInteger(msg.slots) && msg.slots >= 1 && msg.slots <= 1024;
+    if (!valid || msg.version !== PROTOCOL_VERSION) {
+      this.close(`protocol error: bad hello (version ${String(msg.version)}, expected ${PROTOCOL_VERSION})`);
+      return;
+    }
+    clearTimeout(this.helloTimer);
+    this.workerId = msg.workerId;
+    this.slots = msg.slots;
+    const now = this.clock.now();
+    await this.store.upsertWorker({ id: msg.workerId, hostname: String(msg.hostname ?? ''), slots: msg.slots, labels: msg.labels ?? {}, connectedAt: now, lastSeenAt: now });
+    // Re-attach attempts the agent kept running through a reconnect, if they are still current.
+    const stale: number[] = [];
+    for (const r of msg.running ?? []) {
+      const check = await this.store.checkReport(r.attemptId, r.fencingToken);
+      if (check.ok && check.attempt.workerId === msg.workerId) this.running.add(r.attemptId);
+      else stale.push(r.attemptId);
+    }
+    if (this.running.size) await this.store.renewLeases(this.workerId, [...this.running], now, this.scheduler.opts.leaseMs);
+    this.registered = true;
+    this.send({ type: 'welcome', workerId: msg.workerId, heartbeatMs: this.scheduler.opts.heartbeatMs, leaseMs: this.scheduler.opts.leaseMs, stale });
+    this.log.info({ workerId: msg.workerId, slots: msg.slots, remote: this.remote, reattached: this.running.size }, 'worker connected');
+    this.scheduler.addLink(this);
+  }
+
+  private async onLogs(msgs: LogMsg[]): Promise<void> {
+    const byAttempt = new Map<number, { token: number; chunks: NewLogChunk[] }>();
+    for (const m of msgs) {
+      let g = byAttempt.get(m.attemptId);
+      if (!g) byAttempt.set(m.attemptId, (g = { token: m.fencingToken, chunks: [] }));
+      g.chunks.push({ seq: m.seq, stream: m.stream === 'stderr' ? 'stderr' : 'stdout', data: Buffer.from(m.data, 'base64') });
+    }
+    for (const [attemptId, g] of byAttempt) {
+      const ok = await this.store.appendLogs(attemptId, g.token, g.chunks, this.clock.now());
+      const lastSeq = g.chunks[g.chunks.length - 1]!.seq;
+      if (!ok) {
+        await this.fenced(attemptId, 'log');
+        continue;
+      }
+      this.send({ type: 'ack', attemptId, seq: lastSeq });
+      const attempt = await this.store.getAttempt(attemptId);
+      if (attempt) this.bus.notify(attempt.taskId);
+    }
+  }
+
+  private async onExit(msg: Extract<AgentMessage, { type: 'exit' }>): Promise<void> {
+    const outcome = msg.outcome;
+    const end = { outcome, exitCode: msg.exitCode ?? null, signal: msg.signal ?? null, error: msg.error ?? null, durationMs: Math.round(msg.durationMs ?? 0) };
+    const res = await this.store.endAttempt(msg.attemptId, msg.fencingToken, end, `worker:${this.workerId}`, this.clock.now());
+    this.running.delete(msg.attemptId);
+    if (res) {
+      this.bus.notify(res.task.id);
+      if (res.task.state === 'retrying' && res.task.runAfter !== null) this.scheduler.wakeAtTime(res.task.runAfter);
+    } else {
+      const a = await this.store.getAttempt(msg.attemptId);
+      // An exit for an attempt that already ended normally is a resend after a reconnect: ack it again.
+      // One for an attempt that was declared lost (or never existed) is a fenced report.
+      if (!a || a.state === 'lost' || a.id !== msg.fencingToken) await this.fenced(msg.attemptId, 'exit');
+    }
+    this.send({ type: 'exit_ack', attemptId: msg.attemptId });
+    this.scheduler.kick();
+  }
+
+  private async fenced(attemptId: number, kind: string): Promise<void> {
+    this.running.delete(attemptId);
+    await this.store.recordFencedReport(attemptId, kind, `worker:${this.workerId}`, this.clock.now());
+    this.send({ type: 'reject', attemptId, reason: 'attempt is no longer current (fenced)' });
+    this.log.warn({ attemptId, kind, workerId: this.workerId }, 'rejected a report from a fenced attempt');
+  }
+
+  private async onClose(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.helloTimer);
+    if (!this.registered) return;
+    this.scheduler.removeLink(this);
+    this.log.info({ workerId: this.workerId, running: this.running.size }, 'worker disconnected; its attempts keep their leases until they expire');
+    try {
+      await this.store.markWorkerDisconnected(this.workerId, this.clock.now());
+    } catch (err) {
+      this.log.warn({ err }, 'could not mark worker disconnected');
+    }
+  }
+}
