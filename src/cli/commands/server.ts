@@ -1,0 +1,77 @@
+/**
+ * `drover server`: runs the API and scheduler in this process until
+ * SIGINT/SIGTERM, then closes it and exits 0.
+ *
+ * The server module is imported lazily so that the everyday commands (submit,
+ * ls, ...) never load fastify or the SQLite driver.
+ */
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { Command } from 'commander';
+import { onShutdown } from '../signals.js';
+import { parseDbUrl, parsePort } from '../parse.js';
+import { UsageError } from '../usage-error.js';
+import { listenError } from '../listen-error.js';
+
+export const DEFAULT_DB = 'sqlite:./.drover/drover.db';
+
+interface ServerFlags {
+  db?: string;
+  host: string;
+  port: string;
+  logLevel: string;
+}
+
+/** The file path of a `sqlite:PATH` URL, or null for postgres and in-memory databases. */
+export function sqliteFile(db: string): string | null {
+  if (!db.startsWith('sqlite:')) return null;
+  const path = db.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '');
+  if (!path || path === ':memory:' || path.startsWith('file:')) return null;
+  return path;
+}
+
+/** Creates the directory of a SQLite file so a first start in a fresh directory works. */
+export function ensureSqliteDir(db: string): void {
+  const file = sqliteFile(db);
+  if (file) mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+}
+
+export function serverCommand(): Command {
+  return new Command('server')
+    .description('run a Drover server (API, scheduler, worker endpoint) in the foreground')
+    .option('--db <url>', `database: sqlite:PATH or postgres://... (default: env DROVER_DB or ${DEFAULT_DB})`)
+    .option('--host <host>', 'address to listen on', '127.0.0.1')
+    .option('--port <port>', 'port to listen on, 0..65535 (0 = any free port)', '7070')
+    .option('--log-level <level>', 'server log level on stderr (fatal, error, warn, info, debug)', 'info')
+    .addHelpText(
+      'after',
+      '\nOn an empty database the server creates the first admin token: its secret is\n' +
+        'env DROVER_ADMIN_TOKEN if set, else a new one printed once at start.\n',
+    )
+    .action(async (flags: ServerFlags) => {
+      const dbFlag = flags.db !== undefined ? '--db' : 'DROVER_DB';
+      const db = parseDbUrl(dbFlag, flags.db ?? (process.env.DROVER_DB || DEFAULT_DB));
+      const port = parsePort('--port', flags.port);
+      if (!flags.host.trim()) throw new UsageError('invalid --host "": expected an address such as 127.0.0.1 or 0.0.0.0');
+      ensureSqliteDir(db);
+
+      const { startServer } = await import('../../server/main.js');
+      const server = await startServer({
+        db,
+        host: flags.host,
+        port,
+        logLevel: flags.logLevel,
+        ...(process.env.DROVER_ADMIN_TOKEN ? { adminToken: process.env.DROVER_ADMIN_TOKEN } : {}),
+      }).catch((err: unknown) => {
+        throw listenError(err, flags.host, port, 'is another Drover server running?');
+      });
+      onShutdown(() => server.close());
+      process.stdout.write(`drover server listening on ${server.url}\n`);
+      if (server.createdAdminSecret) {
+        process.stdout.write(
+          `created the first admin token: ${server.createdAdminSecret}\n` +
+            `this secret will not be shown again: store it now (e.g. export DROVER_TOKEN=...)\n`,
+        );
+      }
+    });
+}

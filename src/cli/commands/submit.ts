@@ -1,0 +1,131 @@
+/**
+ * `drover submit [options] -- CMD [ARGS...]` (or `--script FILE|-`).
+ *
+ * Every flag is validated here, before any request, with a message naming
+ * the flag (exit 2). Prints the new task's id, or the task as JSON. With
+ * `--wait` it streams the log to stdout until the task ends and exits with the
+ * task's status (see waitOutcome); with `--wait --json` stdout carries only the
+ * final task JSON.
+ */
+import { readFileSync } from 'node:fs';
+import { Command } from 'commander';
+import { RETRY_LIMITS } from '../../core/retry-policy.js';
+import type { SubmitTaskRequest, Task } from '../../client/types.js';
+import { connect } from '../context.js';
+import { streamLogs, waitOutcome } from '../follow-logs.js';
+import { printJson } from '../output.js';
+import { collect, parseDurationFlag, parseIntFlag, parseKeyValues, parseNumberFlag } from '../parse.js';
+import { UsageError } from '../usage-error.js';
+
+export const MISSING_COMMAND = 'missing command: drover submit -- CMD [ARGS...]';
+
+export interface SubmitFlags {
+  name?: string;
+  retries?: string;
+  retryBase?: string;
+  retryFactor?: string;
+  retryCap?: string;
+  timeout?: string;
+  priority?: string;
+  env?: string[];
+  label?: string[];
+  script?: string;
+  interpreter?: string;
+  wait?: boolean;
+  json?: boolean;
+}
+
+/**
+ * The request body for the flags and operands, or a UsageError. Pure except
+ * that `--script FILE` is read through `readScript` (stdin for "-").
+ */
+export function buildSubmitRequest(argv: readonly string[], f: SubmitFlags, readScript: (file: string) => string = readScriptFile): SubmitTaskRequest {
+  const req: SubmitTaskRequest = {};
+  if (f.name !== undefined) {
+    if (f.name.length < 1 || f.name.length > 200) throw new UsageError(`invalid --name "${f.name}": expected 1..200 characters`);
+    req.name = f.name;
+  }
+
+  const retry: NonNullable<SubmitTaskRequest['retry']> = {};
+  if (f.retries !== undefined) retry.maxRetries = parseIntFlag('--retries', f.retries, 0, RETRY_LIMITS.maxRetries);
+  if (f.retryBase !== undefined) retry.baseDelay = parseDurationFlag('--retry-base', f.retryBase, RETRY_LIMITS.maxDelayMs);
+  if (f.retryFactor !== undefined) retry.factor = parseNumberFlag('--retry-factor', f.retryFactor, 1, RETRY_LIMITS.maxFactor);
+  if (f.retryCap !== undefined) retry.maxDelay = parseDurationFlag('--retry-cap', f.retryCap, RETRY_LIMITS.maxDelayMs);
+  if (Object.keys(retry).length) req.retry = retry;
+
+  if (f.timeout !== undefined) {
+    const ms = parseDurationFlag('--timeout', f.timeout);
+    if (ms <= 0) throw new UsageError(`invalid --timeout "${f.timeout}": must be greater than 0`);
+    req.timeout = ms;
+  }
+  if (f.priority !== undefined) req.priority = parseIntFlag('--priority', f.priority, -1000, 1000);
+  const env = parseKeyValues('--env', f.env);
+  if (Object.keys(env).length) req.env = env;
+  const labels = parseKeyValues('--label', f.label);
+  if (Object.keys(labels).length) req.labels = labels;
+
+  if (f.script !== undefined) {
+    if (argv.length) throw new UsageError(`--script and a command are exclusive: got --script ${f.script} and command "${argv[0]}"`);
+    req.script = readScript(f.script);
+    if (f.interpreter !== undefined) {
+      const interp = f.interpreter.trim().split(/\s+/).filter(Boolean);
+      if (!interp.length) throw new UsageError('invalid --interpreter "": expected a program, e.g. "python3 -u"');
+      req.interpreter = interp;
+    }
+  } else {
+    if (f.interpreter !== undefined) throw new UsageError('--interpreter needs --script FILE|-');
+    const [command, ...args] = argv;
+    if (command === undefined || command === '') throw new UsageError(MISSING_COMMAND);
+    req.command = command;
+    if (args.length) req.args = args;
+  }
+  return req;
+}
+
+function readScriptFile(file: string): string {
+  try {
+    return readFileSync(file === '-' ? 0 : file, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+    throw new UsageError(`invalid --script "${file}": cannot read it (${code})`);
+  }
+}
+
+export function submitCommand(): Command {
+  return new Command('submit')
+    .description('submit a task: a command (after --) or an inline script')
+    .usage('[options] -- CMD [ARGS...]')
+    .argument('[command...]', 'the executable and its arguments, run without a shell')
+    .option('--name <name>', 'task name (default: the command, or "script")')
+    .option('--retries <n>', 'retries after a failed attempt, integer 0..100 (default 3)')
+    .option('--retry-base <duration>', 'delay before the first retry (default 1s)')
+    .option('--retry-factor <x>', 'delay multiplier per retry, 1..10 (default 2)')
+    .option('--retry-cap <duration>', 'longest delay between retries (default 1h)')
+    .option('--timeout <duration>', 'wall-clock limit per attempt, e.g. 30s, 5m')
+    .option('--priority <n>', 'integer -1000..1000, higher runs first (default 0)')
+    .option('--env <K=V>', 'environment variable for the task (repeatable)', collect)
+    .option('--label <K=V>', 'label (repeatable)', collect)
+    .option('--script <file>', 'run this script file instead of a command ("-" reads stdin)')
+    .option('--interpreter <argv>', 'with --script: the program that runs it, e.g. "python3 -u" (default sh)')
+    .option('--wait', 'stream the log, then exit with the task\'s exit status')
+    .option('--json', 'print the task as JSON')
+    .action(async (argv: string[], flags: SubmitFlags, cmd: Command) => {
+      const req = buildSubmitRequest(argv, flags);
+      const client = connect(cmd);
+      const task = await client.submit(req);
+      if (!flags.wait) {
+        if (flags.json) printJson(task);
+        else process.stdout.write(`${task.id}\n`);
+        return;
+      }
+      process.once('SIGINT', () => {
+        process.stderr.write(`drover: stopped waiting; task ${task.id} keeps running (drover cancel ${task.id} stops it)\n`);
+        process.exit(130);
+      });
+      const final: Task = (await streamLogs(client, task.id, { follow: true, out: flags.json ? null : process.stdout })) ?? task;
+      if (flags.json) printJson(final);
+      const { exitCode, message } = waitOutcome(final);
+      if (message) process.stderr.write(`drover: ${message}\n`);
+      process.exitCode = exitCode;
+    });
+}

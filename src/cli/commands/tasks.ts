@@ -1,0 +1,184 @@
+/**
+ * Read and act on tasks: `ls`, `show`, `logs`, `cancel`, `retry`.
+ * Ids and filters are validated before any request (exit 2 on bad input).
+ */
+import { Command } from 'commander';
+import type { ListTasksQuery, Task, TaskDetail } from '../../client/types.js';
+import { connect } from '../context.js';
+import { streamLogs } from '../follow-logs.js';
+import { formatAge, formatExit, formatLabels, formatMs, formatTable, formatTime, printJson } from '../output.js';
+import { parseIntFlag, parseTaskId, parseTaskState } from '../parse.js';
+
+interface LsFlags {
+  state?: string;
+  name?: string;
+  owner?: string;
+  limit?: string;
+  all?: boolean;
+  json?: boolean;
+}
+
+export function buildListQuery(f: LsFlags): ListTasksQuery {
+  const q: ListTasksQuery = {};
+  if (f.state !== undefined) q.state = parseTaskState('--state', f.state);
+  if (f.name !== undefined) q.name = f.name;
+  if (f.owner !== undefined) q.owner = f.owner;
+  if (f.limit !== undefined) q.limit = parseIntFlag('--limit', f.limit, 1, 500);
+  return q;
+}
+
+export function formatTaskTable(tasks: readonly Task[], now = Date.now()): string {
+  return formatTable(
+    ['ID', 'NAME', 'STATE', 'ATTEMPTS', 'EXIT', 'AGE'],
+    tasks.map((t) => [t.id, truncate(t.name, 40), t.state, String(t.attempts), formatExit(t.result), formatAge(t.createdAt, now)]),
+  );
+}
+
+export function lsCommand(): Command {
+  return new Command('ls')
+    .description('list tasks, newest first')
+    .option('--state <state>', 'only tasks in this state (ready, waiting, running, retrying, succeeded, failed, cancelled)')
+    .option('--name <prefix>', 'only tasks whose name starts with this')
+    .option('--owner <user>', 'only this user\'s tasks (admins)')
+    .option('--limit <n>', 'page size, 1..500 (default 50)')
+    .option('--all', 'follow the cursors and list every matching task')
+    .option('--json', 'print {"tasks": [...], "nextCursor": ...} as JSON')
+    .action(async (flags: LsFlags, cmd: Command) => {
+      const query = buildListQuery(flags);
+      const client = connect(cmd);
+      let tasks: Task[];
+      let nextCursor: string | null = null;
+      if (flags.all) {
+        tasks = [];
+        for await (const t of client.allTasks(query)) tasks.push(t);
+      } else {
+        ({ tasks, nextCursor } = await client.listTasks(query));
+      }
+      if (flags.json) return printJson({ tasks, nextCursor });
+      if (!tasks.length) {
+        process.stderr.write('no tasks\n');
+        return;
+      }
+      process.stdout.write(formatTaskTable(tasks));
+      if (nextCursor) process.stderr.write(`(more tasks: use --all or a larger --limit)\n`);
+    });
+}
+
+export function formatTaskDetail(d: TaskDetail, now = Date.now()): string {
+  const t = d.task;
+  const what = t.command !== null ? [t.command, ...t.args].map(shellQuote).join(' ') : `script via ${(t.interpreter.length ? t.interpreter : ['sh']).join(' ')}`;
+  const fields: Array<[string, string]> = [
+    ['id', t.id],
+    ['name', t.name],
+    ['owner', t.owner],
+    ['state', t.state],
+    ['run', what],
+    ['env', Object.keys(t.env).length ? Object.keys(t.env).join(',') : '-'],
+    ['labels', formatLabels(t.labels)],
+    ['priority', String(t.priority)],
+    ['timeout', formatMs(t.timeoutMs)],
+    ['retry', `${t.retriesUsed}/${t.retry.maxRetries} used, base ${formatMs(t.retry.baseDelayMs)}, x${t.retry.factor}, cap ${formatMs(t.retry.maxDelayMs)}`],
+    ['attempts', `${t.attempts}${t.lostCount ? ` (${t.lostCount} lost)` : ''}`],
+    ['created', `${formatTime(t.createdAt)} (${formatAge(t.createdAt, now)} ago)`],
+    ['updated', formatTime(t.updatedAt)],
+  ];
+  if (t.runAfter) fields.push(['run after', formatTime(t.runAfter)]);
+  if (t.result) {
+    const r = t.result;
+    const parts = [r.outcome, `attempt ${r.attempt}`];
+    if (r.exitCode !== null) parts.push(`exit ${r.exitCode}`);
+    if (r.signal) parts.push(`signal ${r.signal}`);
+    if (r.durationMs !== null) parts.push(formatMs(r.durationMs));
+    if (r.error) parts.push(`error: ${r.error}`);
+    fields.push(['result', parts.join(', ')]);
+  } else {
+    fields.push(['result', '-']);
+  }
+  const width = Math.max(...fields.map(([k]) => k.length));
+  let out = fields.map(([k, v]) => `${(k + ':').padEnd(width + 1)} ${v}`).join('\n') + '\n';
+
+  out += '\nATTEMPTS\n';
+  out += d.attempts.length
+    ? formatTable(
+        ['#', 'WORKER', 'STATE', 'EXIT', 'STARTED', 'DURATION', 'ERROR'],
+        d.attempts.map((a) => [String(a.number), a.workerId, a.state, formatExit(a), formatTime(a.startedAt), formatMs(a.durationMs), a.error ?? '']),
+      )
+    : '(none)\n';
+
+  out += '\nEVENTS\n';
+  out += d.events.length
+    ? formatTable(
+        ['FROM', 'TO', 'REASON', 'ACTOR', 'TIME', 'DETAIL'],
+        d.events.map((e) => [e.from ?? '-', e.to, e.reason, e.actor, formatTime(e.at), formatDetail(e.detail)]),
+      )
+    : '(none)\n';
+  return out;
+}
+
+function formatDetail(detail: Record<string, unknown> | null): string {
+  if (!detail) return '';
+  return Object.entries(detail)
+    .filter(([, v]) => v !== null && v !== undefined)
+    .map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`)
+    .join(' ');
+}
+
+function truncate(s: string, n: number): string {
+  return s.length > n ? s.slice(0, n - 1) + '…' : s;
+}
+
+function shellQuote(s: string): string {
+  return /^[A-Za-z0-9_\-+=.,/:@%]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
+}
+
+export function showCommand(): Command {
+  return new Command('show')
+    .description('show a task: its fields, result, attempts and state transitions')
+    .argument('<id>', 'task id')
+    .option('--json', 'print {"task", "attempts", "events"} as JSON')
+    .action(async (rawId: string, flags: { json?: boolean }, cmd: Command) => {
+      const id = parseTaskId(rawId);
+      const detail = await connect(cmd).getTask(id);
+      if (flags.json) printJson(detail);
+      else process.stdout.write(formatTaskDetail(detail));
+    });
+}
+
+export function logsCommand(): Command {
+  return new Command('logs')
+    .description("write a task's combined stdout and stderr to stdout")
+    .argument('<id>', 'task id')
+    .option('-f, --follow', 'keep streaming new output until the task ends')
+    .option('--attempt <n>', 'only this attempt\'s output')
+    .action(async (rawId: string, flags: { follow?: boolean; attempt?: string }, cmd: Command) => {
+      const id = parseTaskId(rawId);
+      const attempt = flags.attempt !== undefined ? parseIntFlag('--attempt', flags.attempt, 1, 1_000_000) : undefined;
+      await streamLogs(connect(cmd), id, { follow: !!flags.follow, out: process.stdout, ...(attempt !== undefined ? { attempt } : {}) });
+    });
+}
+
+export function cancelCommand(): Command {
+  return new Command('cancel')
+    .description('cancel a task that has not ended; prints its new state')
+    .argument('<id>', 'task id')
+    .option('--json', 'print the task as JSON')
+    .action(async (rawId: string, flags: { json?: boolean }, cmd: Command) => {
+      const id = parseTaskId(rawId);
+      const task = await connect(cmd).cancel(id);
+      if (flags.json) printJson(task);
+      else process.stdout.write(`${task.state}\n`);
+    });
+}
+
+export function retryCommand(): Command {
+  return new Command('retry')
+    .description('run a failed or cancelled task again with a fresh retry budget; prints its new state')
+    .argument('<id>', 'task id')
+    .option('--json', 'print the task as JSON')
+    .action(async (rawId: string, flags: { json?: boolean }, cmd: Command) => {
+      const id = parseTaskId(rawId);
+      const task = await connect(cmd).retry(id);
+      if (flags.json) printJson(task);
+      else process.stdout.write(`${task.state}\n`);
+    });
+}

@@ -1,0 +1,117 @@
+/**
+ * Copies a task's log to a stream, optionally following it until the task is
+ * terminal.
+ *
+ * Following survives a dropped connection or a server restart: the log is
+ * append-only, so on reconnect the bytes already written are skipped and the
+ * output is neither repeated nor lost. It gives up after `giveUpMs` without any
+ * answer from the server. HTTP 4xx answers (404, 401, ...) end it at once.
+ */
+import { once } from 'node:events';
+import type { Writable } from 'node:stream';
+import type { DroverClient } from '../client/client.js';
+import { ApiError, ConnectionError } from '../client/errors.js';
+import type { Task } from '../client/types.js';
+
+const TERMINAL = new Set(['succeeded', 'failed', 'cancelled']);
+
+export interface StreamLogsOptions {
+  follow: boolean;
+  attempt?: number;
+  /** Null discards the bytes (used by `submit --wait --json`, which only waits). */
+  out: Writable | null;
+  /** How long following keeps retrying without reaching the server. */
+  giveUpMs?: number;
+  /** For tests. */
+  sleep?: (ms: number) => Promise<void>;
+}
+
+/** Resolves when the log was copied (and, following, the task is terminal); returns the task as last read when following. */
+export async function streamLogs(client: DroverClient, id: string, opts: StreamLogsOptions): Promise<Task | null> {
+  const sleep = opts.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
+  const giveUpMs = opts.giveUpMs ?? 60_000;
+  const query = { follow: opts.follow, ...(opts.attempt !== undefined ? { attempt: opts.attempt } : {}) };
+
+  if (!opts.follow) {
+    await copyBody(await client.logs(id, query), opts.out, 0);
+    return null;
+  }
+
+  let written = 0;
+  let lastContact = Date.now();
+  let backoff = 250;
+  for (;;) {
+    try {
+      const res = await client.logs(id, query);
+      lastContact = Date.now();
+      written = await copyBody(res, opts.out, written);
+      // The server ends a followed log when the task is terminal; check, because
+      // a proxy or a restarting server may also end it early.
+      const { task } = await client.getTask(id);
+      if (TERMINAL.has(task.state)) return task;
+      backoff = 250;
+    } catch (err) {
+      if (err instanceof ApiError && err.status < 500) throw err;
+      if (!(err instanceof ApiError)) lastContact = lastContactOnStreamError(err, lastContact);
+      if (Date.now() - lastContact > giveUpMs) throw err;
+    }
+    await sleep(backoff);
+    backoff = Math.min(backoff * 2, 5_000);
+  }
+}
+
+/** A stream that broke mid-body still had contact; a refused connection did not. */
+function lastContactOnStreamError(err: unknown, lastContact: number): number {
+  return err instanceof ConnectionError ? lastContact : Date.now();
+}
+
+/**
+ * Writes the body's bytes beyond the first `skip` to `out`, honouring
+ * backpressure. Returns the total bytes of the log seen (max of skip and the
+ * body length), so a later reconnect knows where to resume.
+ */
+async function copyBody(res: Response, out: Writable | null, skip: number): Promise<number> {
+  if (!res.body) return skip;
+  const reader = res.body.getReader();
+  let seen = 0;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      const start = seen;
+      seen += value.byteLength;
+      if (seen <= skip) continue;
+      const chunk = start >= skip ? value : value.subarray(skip - start);
+      if (out && !out.write(chunk)) await once(out, 'drain');
+    }
+  } finally {
+    reader.releaseLock();
+  }
+  return Math.max(seen, skip);
+}
+
+/**
+ * The exit status `submit --wait` mirrors, and the stderr message when it is
+ * not the task's own: succeeded -> 0; failed with exit code n > 0 -> n (quietly,
+ * as if the command ran here); anything else (signal, timeout, lost, cancelled,
+ * failed to start) -> 1 with a line saying the final state.
+ */
+export function waitOutcome(task: Task): { exitCode: number; message: string | null } {
+  const r = task.result;
+  if (task.state === 'succeeded') return { exitCode: 0, message: null };
+  if (task.state === 'failed' && r && r.outcome === 'failed' && r.exitCode !== null && r.exitCode > 0) {
+    return { exitCode: Math.min(r.exitCode, 255), message: null };
+  }
+  let detail = '';
+  if (r) {
+    // The server's own error text is the most precise; fall back to what the numbers say.
+    if (r.outcome === 'timed_out') detail = r.error ?? 'timed out';
+    else if (r.outcome === 'lost') detail = r.error ?? 'worker lost';
+    else {
+      const how = r.signal ? `killed by ${r.signal}` : r.exitCode !== null ? `exit code ${r.exitCode}` : '';
+      detail = [how, r.error].filter(Boolean).join(': ');
+    }
+    detail = `${detail} (attempt ${r.attempt})`.trim();
+  }
+  return { exitCode: 1, message: `task ${task.id} ${task.state}${detail ? `: ${detail.trim()}` : ''}` };
+}

@@ -1,0 +1,20 @@
+/**
+ * Entry point of the `drover` executable (bin/drover.js imports this module):
+ * importing it runs the CLI with the process arguments.
+ */
+import { runCli } from './program.js';
+import { exitWithParent } from './signals.js';
+
+exitWithParent();
+
+// `drover logs ID | head` closes the pipe early: that is not an error.
+process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+  if (err.code === 'EPIPE') process.exit(0);
+  throw err;
+});
+
+const code = await runCli(process.argv.slice(2));
+if (code !== 0) {
+  // Failed before or while starting: do not linger on handles a half-started command left open.
+  process.exit(code);
+}

@@ -1,0 +1,130 @@
+/** DroverClient over a fake API: routes, auth header, typed errors, streaming logs. */
+import assert from 'node:assert/strict';
+import { afterEach, describe, it } from 'node:test';
+import { DroverClient } from '../../src/client/client.js';
+import { ApiError, ConnectionError } from '../../src/client/errors.js';
+import { apiError, closedPort, makeTask, sendJson, startFakeApi, TASK_ID, type FakeApi, type Handler } from './fake-api.js';
+
+describe('DroverClient', () => {
+  let api: FakeApi | null = null;
+  const serve = async (h: Handler) => (api = await startFakeApi(h));
+  afterEach(async () => {
+    await api?.close();
+    api = null;
+  });
+
+  it('calls every route with the documented method, path and body', async () => {
+    const token = { id: 'abcdef0123456789', name: 'n', user: 'u', role: 'user', createdAt: 't', revokedAt: null, lastUsedAt: null };
+    await serve((req, res) => {
+      const key = `${req.method} ${req.path}`;
+      if (key === 'POST /v1/tasks') return sendJson(res, 201, { task: makeTask() });
+      if (key === 'GET /v1/tasks') return sendJson(res, 200, { tasks: [makeTask()], nextCursor: null });
+      if (key === `GET /v1/tasks/${TASK_ID}`) return sendJson(res, 200, { task: makeTask(), attempts: [], events: [] });
+      if (key.endsWith('/cancel')) return sendJson(res, 200, { task: makeTask({ state: 'cancelled' }) });
+      if (key.endsWith('/retry')) return sendJson(res, 200, { task: makeTask({ state: 'waiting' }) });
+      if (key === 'POST /v1/tokens') return sendJson(res, 201, { token, secret: 'drv_x' });
+      if (key === 'GET /v1/tokens') return sendJson(res, 200, { tokens: [token] });
+      if (key === `DELETE /v1/tokens/${token.id}`) return sendJson(res, 200, { token: { ...token, revokedAt: 't' } });
+      if (key === 'GET /v1/workers') return sendJson(res, 200, { workers: [] });
+      if (key === 'GET /healthz') return sendJson(res, 200, { ok: true });
+      apiError(res, 404, 'not_found', key);
+    });
+    const c = new DroverClient({ url: api!.url + '/', token: 'secret' });
+    assert.equal((await c.submit({ command: 'true' })).id, TASK_ID);
+    assert.equal((await c.listTasks({ state: 'failed', limit: 5 })).tasks.length, 1);
+    assert.equal((await c.getTask(TASK_ID)).task.id, TASK_ID);
+    assert.equal((await c.cancel(TASK_ID)).state, 'cancelled');
+    assert.equal((await c.retry(TASK_ID)).state, 'waiting');
+    assert.equal((await c.createToken({ name: 'n', role: 'user' })).secret, 'drv_x');
+    assert.equal((await c.listTokens()).length, 1);
+    assert.equal((await c.revokeToken(token.id)).revokedAt, 't');
+    assert.deepEqual(await c.listWorkers(), []);
+    assert.deepEqual(await c.healthz(), { ok: true });
+
+    const reqs = api!.requests;
+    assert.ok(reqs.every((r) => r.headers.authorization === 'Bearer secret'));
+    assert.deepEqual(reqs[0]!.body, { command: 'true' });
+    assert.equal(reqs[0]!.headers['content-type'], 'application/json');
+    assert.equal(reqs[1]!.query.toString(), 'state=failed&limit=5');
+  });
+
+  it('throws ApiError with status, code, field and reason from the JSON body', async () => {
+    await serve((_req, res) => apiError(res, 400, 'invalid_input', 'retry.maxRetries: must be <= 100', { field: 'retry.maxRetries', reason: 'must be <= 100' }));
+    const c = new DroverClient({ url: api!.url, token: 't' });
+    await assert.rejects(c.submit({ command: 'x', retry: { maxRetries: 1000 } }), (e: unknown) => {
+      assert.ok(e instanceof ApiError);
+      assert.equal(e.status, 400);
+      assert.equal(e.code, 'invalid_input');
+      assert.equal(e.field, 'retry.maxRetries');
+      assert.equal(e.reason, 'must be <= 100');
+      assert.equal(e.message, 'retry.maxRetries: must be <= 100');
+      return true;
+    });
+  });
+
+  it('copes with an error body that is not Drover JSON', async () => {
+    await serve((_req, res) => {
+      res.writeHead(502, 'Bad Gateway', { 'content-type': 'text/html' });
+      res.end('<html>\n<body>upstream down</body></html>');
+    });
+    const c = new DroverClient({ url: api!.url });
+    await assert.rejects(c.listTasks(), (e: unknown) => e instanceof ApiError && e.status === 502 && e.code === 'http_502' && /Bad Gateway: <html> <body>upstream down/.test(e.message));
+  });
+
+  it('network failure is a ConnectionError naming the URL and the cause', async () => {
+    const url = `http://127.0.0.1:${await closedPort()}`;
+    const c = new DroverClient({ url });
+    await assert.rejects(c.healthz(), (e: unknown) => e instanceof ConnectionError && e.message === `cannot reach Drover at ${url}: ECONNREFUSED`);
+  });
+
+  it('times out a JSON request that never answers', async () => {
+    await serve(() => {
+      /* never answers */
+    });
+    const c = new DroverClient({ url: api!.url, timeoutMs: 100 });
+    await assert.rejects(c.healthz(), (e: unknown) => e instanceof ConnectionError && /request timed out/.test(e.message));
+  });
+
+  it('logs() returns the open stream so follow can read as bytes arrive', async () => {
+    let finish: () => void = () => {};
+    await serve((req, res) => {
+      assert.equal(req.query.get('follow'), '1');
+      assert.equal(req.query.get('attempt'), '2');
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.write('first\n');
+      finish = () => res.end('second\n');
+    });
+    const c = new DroverClient({ url: api!.url, token: 't' });
+    const res = await c.logs(TASK_ID, { follow: true, attempt: 2 });
+    const reader = res.body!.getReader();
+    const first = await reader.read();
+    assert.equal(Buffer.from(first.value!).toString(), 'first\n');
+    finish();
+    let rest = '';
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      rest += Buffer.from(value).toString();
+    }
+    assert.equal(rest, 'second\n');
+  });
+
+  it('logs() throws ApiError for a non-2xx answer', async () => {
+    await serve((_req, res) => apiError(res, 404, 'not_found', `task ${TASK_ID} not found`));
+    const c = new DroverClient({ url: api!.url, token: 't' });
+    await assert.rejects(c.logs(TASK_ID), (e: unknown) => e instanceof ApiError && e.status === 404 && e.code === 'not_found');
+  });
+
+  it('allTasks follows nextCursor', async () => {
+    await serve((req, res) => {
+      const cursor = req.query.get('cursor');
+      if (!cursor) return sendJson(res, 200, { tasks: [makeTask({ id: 'B' })], nextCursor: 'B' });
+      sendJson(res, 200, { tasks: [makeTask({ id: 'A' })], nextCursor: null });
+    });
+    const c = new DroverClient({ url: api!.url, token: 't' });
+    const ids: string[] = [];
+    for await (const t of c.allTasks({ name: 'x' })) ids.push(t.id);
+    assert.deepEqual(ids, ['B', 'A']);
+    assert.equal(api!.requests[1]!.query.toString(), 'name=x&cursor=B');
+  });
+});
