@@ -1,0 +1,96 @@
+/**
+ * One attempt the agent holds, and the order in which it reports on it.
+ *
+ * Contract:
+ * - On any connection an attempt's reports go out in this order: `started`
+ *   (once, after the spawn), its log chunks by seq, then `exit`.
+ * - `exit` goes out only when the runner's result is in (process group gone,
+ *   pipes at EOF) and every chunk has been sent: the server never sees an
+ *   exit before the last byte of output.
+ * - After a reconnect, `rewind()` makes the chunks the server has not acked,
+ *   and an exit it has not acked (`exit_ack`), go out again. The server
+ *   dedupes chunks by seq.
+ * - A forgotten attempt (rejected, stale, or its lease lost while the server
+ *   was unreachable) is killed, its output discarded, and it reports nothing
+ *   more. The agent drops it once its process has ended.
+ */
+import type { AgentMessage, AssignedAttempt } from '../core/protocol.js';
+import { runAttempt, type AttemptResult, type AttemptRun, type RunnerOptions } from './process-runner.js';
+
+export type HeldRunnerOptions = Omit<RunnerOptions, 'onStarted' | 'onOutput'>;
+
+export class HeldAttempt {
+  readonly run: AttemptRun;
+  /** Resolves with the outcome when the attempt has ended (never rejects). */
+  readonly ended: Promise<AttemptResult>;
+  result: AttemptResult | null = null;
+  forgotten = false;
+  private startedPending = false;
+  /** Highest seq sent on the current connection. */
+  private sentThrough = -1;
+  private exitSent = false;
+
+  /** `onChange`: something may be ready to send (the agent flushes). */
+  constructor(
+    readonly attempt: AssignedAttempt,
+    runner: HeldRunnerOptions,
+    onChange: (h: HeldAttempt) => void,
+  ) {
+    this.run = runAttempt(attempt, {
+      ...runner,
+      onStarted: () => {
+        this.startedPending = true;
+        onChange(this);
+      },
+      onOutput: () => onChange(this),
+    });
+    this.ended = this.run.result.then((r) => {
+      this.result = r;
+      onChange(this);
+      return r;
+    });
+  }
+
+  get attemptId(): number {
+    return this.attempt.attemptId;
+  }
+
+  get fencingToken(): number {
+    return this.attempt.fencingToken;
+  }
+
+  /** The next report due on the current connection, or null. The caller must send what it gets. */
+  nextMessage(): AgentMessage | null {
+    if (this.forgotten) return null;
+    const { attemptId, fencingToken } = this.attempt;
+    if (this.startedPending && this.run.pid !== null) {
+      this.startedPending = false;
+      return { type: 'started', attemptId, fencingToken, pid: this.run.pid };
+    }
+    const pump = this.run.pump;
+    const chunk = pump.unackedChunk(this.sentThrough + 1) ?? pump.next();
+    if (chunk) {
+      this.sentThrough = chunk.seq;
+      return { type: 'log', attemptId, fencingToken, seq: chunk.seq, stream: chunk.stream, data: chunk.data.toString('base64') };
+    }
+    if (this.result && pump.drained && !this.exitSent) {
+      this.exitSent = true;
+      return { type: 'exit', attemptId, fencingToken, ...this.result };
+    }
+    return null;
+  }
+
+  /** A new connection: what the server has not acked is due again. */
+  rewind(): void {
+    this.sentThrough = this.run.pump.stats().ackedSeq;
+    this.exitSent = false;
+  }
+
+  /** Kill (if still running) and report nothing more. */
+  forget(): void {
+    if (this.forgotten) return;
+    this.forgotten = true;
+    this.run.kill('cancelled');
+    this.run.pump.discard();
+  }
+}

@@ -1,0 +1,16 @@
+/**
+ * The logger the worker writes to: the subset of pino the agent uses, so the
+ * CLI can pass a pino instance and tests can pass nothing (silence).
+ */
+export interface Logger {
+  info(obj: object | string, msg?: string): void;
+  warn(obj: object | string, msg?: string): void;
+  error(obj: object | string, msg?: string): void;
+}
+
+/** The default: the agent is quiet unless its host gives it a logger. */
+export const silentLogger: Logger = {
+  info() {},
+  warn() {},
+  error() {},
+};

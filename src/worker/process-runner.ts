@@ -1,0 +1,280 @@
+/**
+ * Runs one attempt as a process group and reports how it ended.
+ *
+ * Life of an attempt:
+ *   setup     fresh work dir (+ script file, mode 0700). A kill during setup
+ *             ends the attempt without spawning.
+ *   spawn     no shell, detached (leader of its own process group), stdin
+ *             ignored, cwd = work dir. A spawn failure (ENOENT, EACCES...) is
+ *             outcome `failed` with exitCode null and the error's message.
+ *   running   stdout/stderr go through a LogPump (bounded, flow-controlled).
+ *             `timeoutMs` elapsing is kill('timed_out').
+ *   kill      SIGTERM to the group now, SIGKILL to the group killGraceMs
+ *             later, whether or not the leader is gone by then.
+ *   leader exits
+ *             - after a kill: the attempt waits until the group is empty; a
+ *               member that ignores SIGTERM dies by the SIGKILL at the end of
+ *               the grace period, so nothing outlives the attempt.
+ *             - without a kill (batch contract): the rest of the group gets
+ *               SIGKILL at once. A batch task ends when its leader exits;
+ *               background children it left behind do not outlive it.
+ *   ended     leader exited, group empty (kill(-pgid, 0) fails with ESRCH),
+ *             both pipes closed, work dir removed. Only then does `result`
+ *             resolve, so the caller's exit report follows every log byte.
+ *
+ * Outcome: the kill reason (`timed_out`, `cancelled`) when a kill was requested
+ * before the leader exited; else `succeeded` iff the exit code is 0, else
+ * `failed`. durationMs runs from spawn to the leader's exit.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { LOG_LIMITS, type AgentMessage, type AssignedAttempt } from '../core/protocol.js';
+import { LogPump } from './log-pump.js';
+import { silentLogger, type Logger } from './logger.js';
+import { groupAlive, signalGroup } from './process-group.js';
+import { createWorkDir, removeWorkDir, writeScript, type WorkDir } from './work-dir.js';
+
+/** What the runner needs of an assignment. */
+export type AttemptSpec = Pick<AssignedAttempt, 'taskId' | 'number' | 'command' | 'args' | 'script' | 'interpreter' | 'env' | 'timeoutMs'>;
+
+export type KillReason = 'timed_out' | 'cancelled';
+
+type ExitReport = Extract<AgentMessage, { type: 'exit' }>;
+export type AttemptResult = Pick<ExitReport, 'outcome' | 'exitCode' | 'signal' | 'error' | 'durationMs'>;
+
+export interface RunnerOptions {
+  /** Parent of the per-attempt work directories. */
+  workDir: string;
+  /** SIGTERM → SIGKILL grace. Default 5000. */
+  killGraceMs?: number;
+  /** Default LOG_LIMITS from the protocol. */
+  logLimits?: { maxChunkBytes: number; maxInFlightBytes: number };
+  /** Called once, synchronously after a successful spawn. */
+  onStarted?: (pid: number) => void;
+  /** `pump.next()` may have something new (or the pipes closed). */
+  onOutput?: () => void;
+  /** Base environment; default process.env. */
+  baseEnv?: NodeJS.ProcessEnv;
+  /**
+   * How long after the group's last SIGKILL to wait for its members to be
+   * reaped before giving up with a warning (a zombie that init does not
+   * reap, a process stuck in the kernel). Default 10 000.
+   */
+  reapTimeoutMs?: number;
+  /**
+   * Once the group is gone the pipes normally hit EOF at once. A descendant
+   * that left the group (setsid) can hold them open: they are closed when they
+   * stay unpaused this long without reaching EOF. Default 2000.
+   */
+  drainIdleMs?: number;
+  logger?: Logger;
+}
+
+export class AttemptRun {
+  readonly pump: LogPump;
+  /** Never rejects. */
+  readonly result: Promise<AttemptResult>;
+  private pidValue: number | null = null;
+  private killReason: KillReason | null = null;
+  private killError: string | null = null;
+  private killDeadline = 0;
+  private killTimer: NodeJS.Timeout | null = null;
+  private timeoutTimer: NodeJS.Timeout | null = null;
+  private leaderExited = false;
+  private readonly killGraceMs: number;
+  private readonly log: Logger;
+
+  constructor(
+    spec: AttemptSpec,
+    private readonly opts: RunnerOptions,
+  ) {
+    this.killGraceMs = opts.killGraceMs ?? 5_000;
+    this.log = opts.logger ?? silentLogger;
+    const limits = opts.logLimits ?? LOG_LIMITS;
+    this.pump = new LogPump({ ...limits, onOutput: opts.onOutput });
+    this.result = this.run(spec).catch((err: unknown) => {
+      // Setup and bookkeeping errors end up here; the attempt must still end with a result.
+      this.log.error({ err, taskId: spec.taskId }, 'attempt runner failed');
+      this.clearTimers();
+      return failed(`worker error: ${errorMessage(err)}`, 0);
+    });
+  }
+
+  /** The leader's pid (= the group id) once spawned. */
+  get pid(): number | null {
+    return this.pidValue;
+  }
+
+  /**
+   * Stops the attempt: SIGTERM to the group, SIGKILL after the grace period.
+   * The first reason wins; a kill after the leader exited changes nothing (the
+   * attempt already has its outcome and its group is being cleaned up).
+   */
+  kill(reason: KillReason, error: string | null = null): void {
+    if (this.killReason || this.leaderExited) return;
+    this.killReason = reason;
+    this.killError = error;
+    if (this.pidValue === null) return; // still in setup: run() sees killReason and does not spawn
+    this.killDeadline = Date.now() + this.killGraceMs;
+    this.sendToGroup('SIGTERM');
+    this.killTimer = setTimeout(() => this.sendToGroup('SIGKILL'), this.killGraceMs);
+  }
+
+  private async run(spec: AttemptSpec): Promise<AttemptResult> {
+    let wd: WorkDir | null = null;
+    try {
+      wd = await createWorkDir(this.opts.workDir, spec.taskId, spec.number);
+      let argv: string[];
+      try {
+        argv = await resolveArgv(spec, wd);
+      } catch (err) {
+        return failed(errorMessage(err), 0);
+      }
+      if (this.killReason) {
+        return { outcome: this.killReason, exitCode: null, signal: null, error: this.killError, durationMs: 0 };
+      }
+      return await this.execute(spec, wd, argv);
+    } finally {
+      this.clearTimers();
+      if (wd) await removeWorkDir(wd).catch((err: unknown) => this.log.warn({ err, dir: wd?.dir }, 'could not remove work dir'));
+    }
+  }
+
+  private async execute(spec: AttemptSpec, wd: WorkDir, argv: string[]): Promise<AttemptResult> {
+    const env: NodeJS.ProcessEnv = {
+      ...(this.opts.baseEnv ?? process.env),
+      ...spec.env,
+      // Set last so a task's env cannot misreport who it is.
+      DROVER_TASK_ID: spec.taskId,
+      DROVER_ATTEMPT: String(spec.number),
+      DROVER_OUTPUT_DIR: wd.outDir,
+    };
+    const startedAt = Date.now();
+    let child: ChildProcess;
+    try {
+      child = spawn(argv[0]!, argv.slice(1), { cwd: wd.dir, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    } catch (err) {
+      // Synchronous throws: invalid arguments such as a NUL byte in argv or env.
+      return failed(errorMessage(err), Date.now() - startedAt);
+    }
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null } | { error: Error }>((resolve) => {
+      child.once('exit', (code, signal) => resolve({ code, signal }));
+      child.on('error', (error) => resolve({ error }));
+    });
+    this.pump.attach(child.stdout!, 'stdout');
+    this.pump.attach(child.stderr!, 'stderr');
+
+    if (child.pid === undefined) {
+      // Spawn failed (ENOENT, EACCES...): Node reports it as 'error' on the next tick.
+      const r = await exited;
+      this.pump.abandon();
+      await this.pump.ended;
+      return failed('error' in r ? r.error.message : 'spawn failed', Date.now() - startedAt);
+    }
+    const pid = child.pid;
+    this.pidValue = pid;
+    this.opts.onStarted?.(pid);
+    if (spec.timeoutMs !== null && spec.timeoutMs !== undefined) {
+      const ms = spec.timeoutMs;
+      this.timeoutTimer = setTimeout(() => this.kill('timed_out', `timed out after ${ms} ms`), ms);
+    }
+
+    const r = await exited;
+    this.leaderExited = true;
+    const durationMs = Date.now() - startedAt;
+    if (this.timeoutTimer) clearTimeout(this.timeoutTimer);
+    await this.reapGroup(pid);
+    await this.drainPipes();
+
+    if ('error' in r) return failed(r.error.message, durationMs);
+    const exit = { exitCode: r.code, signal: r.signal, durationMs };
+    if (this.killReason) return { outcome: this.killReason, ...exit, error: this.killError };
+    return { outcome: r.code === 0 ? 'succeeded' : 'failed', ...exit, error: null };
+  }
+
+  /** Waits until no member of the group remains (see the life cycle above). */
+  private async reapGroup(pgid: number): Promise<void> {
+    let deadline: number;
+    if (this.killReason) {
+      // The SIGKILL timer is still armed: members that ignore SIGTERM die when the grace ends.
+      deadline = this.killDeadline + (this.opts.reapTimeoutMs ?? 10_000);
+    } else {
+      this.sendToGroup('SIGKILL');
+      deadline = Date.now() + (this.opts.reapTimeoutMs ?? 10_000);
+    }
+    // No event tells when a group is empty: poll, briefly at first.
+    let delay = 2;
+    while (groupAlive(pgid)) {
+      if (Date.now() >= deadline) {
+        this.log.warn({ pgid }, 'process group still has members after SIGKILL; giving up waiting');
+        break;
+      }
+      await sleep(delay);
+      delay = Math.min(delay * 2, 50);
+    }
+    if (this.killTimer) clearTimeout(this.killTimer);
+    this.killTimer = null;
+  }
+
+  private async drainPipes(): Promise<void> {
+    const idleMs = this.opts.drainIdleMs ?? 2_000;
+    let lastRead = this.pump.stats().bytesRead;
+    let unpausedTicks = 0;
+    const timer = setInterval(() => {
+      const s = this.pump.stats();
+      // Waiting for acks is legitimate: the consumer decides how long that takes.
+      if (s.paused) return;
+      unpausedTicks++;
+      if (s.bytesRead === lastRead || unpausedTicks >= 5) {
+        this.log.warn({ pid: this.pidValue }, 'output pipes still open after the process group ended; closing them');
+        this.pump.abandon();
+      }
+      lastRead = s.bytesRead;
+    }, idleMs);
+    try {
+      await this.pump.ended;
+    } finally {
+      clearInterval(timer);
+    }
+  }
+
+  private sendToGroup(signal: NodeJS.Signals): void {
+    if (this.pidValue === null) return;
+    try {
+      signalGroup(this.pidValue, signal);
+    } catch (err) {
+      this.log.warn({ err, pgid: this.pidValue, signal }, 'could not signal process group');
+    }
+  }
+
+  private clearTimers(): void {
+    if (this.timeoutTimer) clearTimeout(this.timeoutTimer);
+    if (this.killTimer) clearTimeout(this.killTimer);
+    this.timeoutTimer = null;
+    this.killTimer = null;
+  }
+}
+
+/** Starts an attempt; see the life cycle at the top of this file. */
+export function runAttempt(spec: AttemptSpec, opts: RunnerOptions): AttemptRun {
+  return new AttemptRun(spec, opts);
+}
+
+/** `command` + `args`, or the script file appended to the interpreter (default `sh`). */
+async function resolveArgv(spec: AttemptSpec, wd: WorkDir): Promise<string[]> {
+  if (spec.script !== null && spec.script !== undefined) {
+    const file = await writeScript(wd, spec.script);
+    const interpreter = spec.interpreter.length > 0 ? spec.interpreter : ['sh'];
+    return [...interpreter, file];
+  }
+  if (spec.command) return [spec.command, ...spec.args];
+  throw new Error('attempt has neither command nor script');
+}
+
+function failed(error: string, durationMs: number): AttemptResult {
+  return { outcome: 'failed', exitCode: null, signal: null, error, durationMs };
+}
+
+function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

@@ -1,0 +1,95 @@
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { PassThrough } from 'node:stream';
+import { describe, it } from 'node:test';
+import { LogPump, PIPE_READ_BYTES } from '../../src/worker/log-pump.js';
+
+/** Lets queued stream events ('data', 'close') run. */
+const ticks = () => new Promise<void>((r) => setImmediate(r));
+
+describe('log pump', () => {
+  it('merges unpulled reads of one stream and splits big reads at maxChunkBytes', async () => {
+    const pump = new LogPump({ maxChunkBytes: 8, maxInFlightBytes: 1 << 20 });
+    const out = new PassThrough();
+    const err = new PassThrough();
+    pump.attach(out, 'stdout');
+    pump.attach(err, 'stderr');
+    out.write('ab');
+    await ticks();
+    out.write('cd');
+    await ticks();
+    err.write('E');
+    await ticks();
+    out.write('0123456789'); // larger than a chunk
+    await ticks();
+    const got = [];
+    for (let c = pump.next(); c; c = pump.next()) got.push([c.seq, c.stream, c.data.toString()]);
+    assert.deepEqual(got, [
+      [0, 'stdout', 'abcd'],
+      [1, 'stderr', 'E'],
+      [2, 'stdout', '01234567'],
+      [3, 'stdout', '89'],
+    ]);
+    assert.equal(pump.drained, false);
+    out.end();
+    err.end();
+    await pump.ended;
+    assert.equal(pump.drained, true);
+  });
+
+  it('keeps handed-out chunks until a cumulative ack, for re-sending', async () => {
+    const pump = new LogPump({ maxChunkBytes: 4, maxInFlightBytes: 1 << 20 });
+    const out = new PassThrough();
+    pump.attach(out, 'stdout');
+    out.write('aaaabbbbcccc');
+    await ticks();
+    assert.equal(pump.next()?.seq, 0);
+    assert.equal(pump.next()?.seq, 1);
+    assert.equal(pump.inFlightBytes, 12);
+    pump.ack(0);
+    assert.equal(pump.unackedChunk(0), undefined);
+    assert.equal(pump.unackedChunk(1)?.data.toString(), 'bbbb');
+    pump.ack(0); // stale: no effect
+    pump.ack(99); // beyond what was handed out: clamped
+    assert.equal(pump.stats().ackedSeq, 1);
+    assert.equal(pump.inFlightBytes, 4);
+    assert.equal(pump.next()?.data.toString(), 'cccc');
+  });
+
+  it('pauses the streams before in-flight bytes could pass the bound and resumes on ack', async () => {
+    const max = 3 * PIPE_READ_BYTES;
+    const pump = new LogPump({ maxChunkBytes: PIPE_READ_BYTES, maxInFlightBytes: max });
+    const out = new PassThrough({ highWaterMark: 16 });
+    pump.attach(out, 'stdout');
+    const block = Buffer.alloc(PIPE_READ_BYTES, 120);
+    for (let i = 0; i < 6; i++) out.write(block);
+    await ticks();
+    assert.equal(pump.stats().paused, true);
+    assert.ok(pump.inFlightBytes <= max);
+    let last = -1;
+    while (pump.stats().bytesRead < 6 * PIPE_READ_BYTES) {
+      for (let c = pump.next(); c; c = pump.next()) last = c.seq;
+      pump.ack(last);
+      await ticks();
+      assert.ok(pump.inFlightBytes <= max);
+    }
+    assert.ok(pump.stats().peakInFlightBytes <= max);
+    assert.ok(pump.stats().pauseCount >= 1);
+  });
+
+  it('discard drops held output and lets the stream run to its end', async () => {
+    const pump = new LogPump({ maxChunkBytes: PIPE_READ_BYTES, maxInFlightBytes: PIPE_READ_BYTES });
+    const out = new PassThrough();
+    pump.attach(out, 'stdout');
+    out.write(Buffer.alloc(1000));
+    await ticks();
+    assert.equal(pump.stats().paused, true);
+    pump.discard();
+    out.end(Buffer.alloc(PIPE_READ_BYTES * 4));
+    await once(out, 'close');
+    await pump.ended;
+    assert.equal(pump.inFlightBytes, 0);
+    assert.equal(pump.next(), null);
+    assert.equal(pump.drained, true);
+  });
+});

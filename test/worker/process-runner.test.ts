@@ -1,0 +1,219 @@
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { LOG_LIMITS } from '../../src/core/protocol.js';
+import { runAttempt } from '../../src/worker/process-runner.js';
+import { collect, exists, spec, tempDir } from './helpers.js';
+
+const GRACE = 300;
+
+describe('process runner', { timeout: 30_000 }, () => {
+  let tmp: ReturnType<typeof tempDir>;
+  before(() => (tmp = tempDir('drover-runner-')));
+  after(() => tmp.remove());
+  const opts = () => ({ workDir: tmp.dir, killGraceMs: GRACE });
+
+  it('runs a command without a shell and captures both streams', async () => {
+    const c = collect(spec({ command: 'sh', args: ['-c', 'echo hello; echo oops >&2; pwd'] }), opts());
+    const pid = await c.started;
+    assert.ok(pid > 0);
+    const r = await c.run.result;
+    assert.deepEqual(r, { outcome: 'succeeded', exitCode: 0, signal: null, error: null, durationMs: r.durationMs });
+    const [hello, cwd] = c.text('stdout').split('\n');
+    assert.equal(hello, 'hello');
+    assert.equal(c.text('stderr'), 'oops\n');
+    assert.deepEqual(c.chunks.map((x) => x.seq), c.chunks.map((_, i) => i));
+    // cwd was the fresh per-attempt dir, and it is gone now.
+    assert.equal(path.dirname(cwd!), tmp.dir);
+    assert.match(path.basename(cwd!), /^01TESTTASK-1-.{6}$/);
+    assert.equal(existsSync(cwd!), false);
+  });
+
+  it('passes arguments verbatim (no shell expansion)', async () => {
+    const c = collect(spec({ command: 'printf', args: ['%s|', '$HOME', '*', 'a b'] }), opts());
+    const r = await c.run.result;
+    assert.equal(r.outcome, 'succeeded');
+    assert.equal(c.text('stdout'), '$HOME|*|a b|');
+  });
+
+  it('reports a non-zero exit as failed with its code', async () => {
+    const c = collect(spec({ command: 'sh', args: ['-c', 'echo bad >&2; exit 3'] }), opts());
+    const r = await c.run.result;
+    assert.equal(r.outcome, 'failed');
+    assert.equal(r.exitCode, 3);
+    assert.equal(r.signal, null);
+    assert.equal(r.error, null);
+    assert.equal(c.text('stderr'), 'bad\n');
+  });
+
+  it('reports a spawn failure (ENOENT) as failed with exitCode null', async () => {
+    let startedCalled = false;
+    const run = runAttempt(spec({ command: 'drover-no-such-command' }), { ...opts(), onStarted: () => (startedCalled = true) });
+    const r = await run.result;
+    assert.equal(r.outcome, 'failed');
+    assert.equal(r.exitCode, null);
+    assert.equal(r.signal, null);
+    assert.equal(r.error, 'spawn drover-no-such-command ENOENT');
+    assert.equal(startedCalled, false);
+    assert.equal(run.pid, null);
+  });
+
+  it('fails an attempt with neither command nor script', async () => {
+    const r = await runAttempt(spec({}), opts()).result;
+    assert.equal(r.outcome, 'failed');
+    assert.match(r.error ?? '', /neither command nor script/);
+  });
+
+  it('runs a script with the default interpreter (sh), DROVER_* env and the task env', async () => {
+    const script = [
+      'echo "$DROVER_TASK_ID/$DROVER_ATTEMPT/$GREETING"',
+      'test -d "$DROVER_OUTPUT_DIR" && echo "out:$(basename "$DROVER_OUTPUT_DIR")"',
+      'stat -c %a "$0"',
+      'test "$(pwd)" = "$(dirname "$DROVER_OUTPUT_DIR")" && echo cwd-ok',
+    ].join('\n');
+    // A task's env cannot override the DROVER_* variables.
+    const c = collect(spec({ taskId: 'TASKX', number: 3, script, env: { GREETING: 'hi there', DROVER_TASK_ID: 'spoofed' } }), opts());
+    const r = await c.run.result;
+    assert.equal(r.outcome, 'succeeded', c.text('stderr'));
+    assert.equal(c.text('stdout'), 'TASKX/3/hi there\nout:out\n700\ncwd-ok\n');
+  });
+
+  it('runs a script with a given interpreter', async () => {
+    const script = 'console.log(process.env.DROVER_TASK_ID, process.env.DROVER_ATTEMPT, process.argv.length)';
+    const c = collect(spec({ taskId: 'TASKN', number: 2, script, interpreter: [process.execPath, '--no-warnings'] }), opts());
+    const r = await c.run.result;
+    assert.equal(r.outcome, 'succeeded', c.text('stderr'));
+    assert.equal(c.text('stdout'), 'TASKN 2 2\n');
+  });
+
+  it('times out: kills the whole group, including children that ignore SIGTERM', async () => {
+    // The leader and its background child both ignore SIGTERM: only the SIGKILL after the grace ends them.
+    const c = collect(spec({ command: 'sh', args: ['-c', 'trap "" TERM; sleep 100 & echo $!; wait'], timeoutMs: 200 }), opts());
+    const pgid = await c.started;
+    const r = await c.run.result;
+    assert.equal(r.outcome, 'timed_out');
+    assert.equal(r.exitCode, null);
+    assert.equal(r.signal, 'SIGKILL');
+    assert.equal(r.error, 'timed out after 200 ms');
+    assert.ok(r.durationMs >= 200 + GRACE - 20, `durationMs ${r.durationMs}`);
+    const child = Number(c.text('stdout').trim());
+    assert.ok(child > 0);
+    assert.equal(exists(child), false, 'background child survived');
+    assert.equal(exists(-pgid), false, 'process group survived');
+  });
+
+  it('after a kill, waits for the group even when the leader exits at once', async () => {
+    // The leader dies of SIGTERM; its child ignores it and must still be killed (SIGKILL at the end of the grace).
+    const c = collect(spec({ command: 'sh', args: ['-c', '(trap "" TERM; exec sleep 100) & echo $!; wait'], timeoutMs: 150 }), opts());
+    const pgid = await c.started;
+    const r = await c.run.result;
+    assert.equal(r.outcome, 'timed_out');
+    assert.equal(r.signal, 'SIGTERM');
+    const child = Number(c.text('stdout').trim());
+    assert.equal(exists(child), false, 'child that ignored SIGTERM survived');
+    assert.equal(exists(-pgid), false);
+  });
+
+  it('cancels a running attempt with SIGTERM', async () => {
+    const c = collect(spec({ command: 'sleep', args: ['100'] }), opts());
+    const pid = await c.started;
+    c.run.kill('cancelled', 'user asked');
+    const r = await c.run.result;
+    assert.deepEqual({ ...r, durationMs: 0 }, { outcome: 'cancelled', exitCode: null, signal: 'SIGTERM', error: 'user asked', durationMs: 0 });
+    assert.equal(exists(pid), false);
+  });
+
+  it('a cancel before the spawn ends the attempt without running anything', async () => {
+    let startedCalled = false;
+    const run = runAttempt(spec({ command: 'sleep', args: ['100'] }), { ...opts(), onStarted: () => (startedCalled = true) });
+    run.kill('cancelled');
+    const r = await run.result;
+    assert.equal(r.outcome, 'cancelled');
+    assert.equal(startedCalled, false);
+    assert.equal(run.pid, null);
+  });
+
+  it('batch contract: background children do not outlive a leader that exits normally', async () => {
+    // The background sleep also holds stdout open: the attempt would never end without the group kill.
+    const c = collect(spec({ command: 'sh', args: ['-c', 'sleep 100 & echo $!'] }), opts());
+    const pgid = await c.started;
+    const r = await c.run.result;
+    assert.equal(r.outcome, 'succeeded');
+    assert.equal(r.exitCode, 0);
+    const child = Number(c.text('stdout').trim());
+    assert.equal(exists(child), false, 'background child survived');
+    assert.equal(exists(-pgid), false);
+  });
+
+  it('numbers chunks in read order across both streams and keeps each stream in order', async () => {
+    const script = 'i=0; while [ $i -lt 300 ]; do echo "out$i"; echo "err$i" >&2; i=$((i+1)); done';
+    const c = collect(spec({ script }), { ...opts(), logLimits: { maxChunkBytes: 100, maxInFlightBytes: LOG_LIMITS.maxInFlightBytes } });
+    const r = await c.run.result;
+    assert.equal(r.outcome, 'succeeded');
+    assert.deepEqual(c.chunks.map((x) => x.seq), c.chunks.map((_, i) => i));
+    assert.ok(c.chunks.every((x) => x.data.length > 0 && x.data.length <= 100));
+    const want = (p: string) => Array.from({ length: 300 }, (_, i) => `${p}${i}\n`).join('');
+    assert.equal(c.text('stdout'), want('out'));
+    assert.equal(c.text('stderr'), want('err'));
+  });
+
+  it('bounds buffered output when the consumer acks slowly (50 MB through a 1 MiB window)', { timeout: 60_000 }, async () => {
+    // `seq 1 6500000` prints ~52 MB. The consumer pulls whatever is readable but
+    // acks only once the window is full (and then a little later), so the pump
+    // must stop reading and the child must block, window after window.
+    const N = 6_500_000;
+    let run!: ReturnType<typeof runAttempt>;
+    let pulledThrough = -1;
+    let ackTimer: NodeJS.Timeout | null = null;
+    let carry = '';
+    let expectNext = 1;
+    let bytes = 0;
+    let maxSeen = 0;
+    let bad: string | null = null;
+    const ackLater = () => {
+      ackTimer ??= setTimeout(() => {
+        ackTimer = null;
+        run.pump.ack(pulledThrough);
+      }, 2);
+    };
+    run = runAttempt(spec({ command: 'seq', args: ['1', String(N)] }), {
+      ...opts(),
+      onOutput: () => {
+        maxSeen = Math.max(maxSeen, run.pump.inFlightBytes);
+        for (let c = run.pump.next(); c; c = run.pump.next()) {
+          if (c.seq !== pulledThrough + 1) bad ??= `seq ${c.seq} after ${pulledThrough}`;
+          pulledThrough = c.seq;
+          bytes += c.data.length;
+          const lines = (carry + c.data.toString()).split('\n');
+          carry = lines.pop()!;
+          for (const l of lines) {
+            if (Number(l) !== expectNext) bad ??= `line ${l}, expected ${expectNext}`;
+            expectNext++;
+          }
+        }
+        if (run.pump.stats().paused) ackLater();
+      },
+    });
+    const r = await run.result;
+    if (ackTimer) clearTimeout(ackTimer);
+    assert.equal(bad, null);
+    assert.equal(r.outcome, 'succeeded');
+    assert.equal(carry, '');
+    assert.equal(expectNext, N + 1);
+    assert.ok(bytes > 50_000_000, `only ${bytes} bytes`);
+    const s = run.pump.stats();
+    assert.ok(s.pauseCount > 20, `the pipes were paused only ${s.pauseCount} times`);
+    assert.ok(s.peakInFlightBytes <= LOG_LIMITS.maxInFlightBytes, `peak ${s.peakInFlightBytes}`);
+    assert.ok(maxSeen <= LOG_LIMITS.maxInFlightBytes);
+  });
+
+  it('removes the work dir and its script after the attempt', async () => {
+    const c = collect(spec({ script: 'echo "$0"; touch "$DROVER_OUTPUT_DIR/result.txt"' }), opts());
+    await c.run.result;
+    const scriptPath = c.text('stdout').trim();
+    assert.equal(path.basename(scriptPath), '.drover-script');
+    await assert.rejects(stat(path.dirname(scriptPath)), { code: 'ENOENT' });
+  });
+});
