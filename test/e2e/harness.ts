@@ -1,0 +1,202 @@
+/**
+ * End-to-end harness: real `drover server` and `drover worker` processes
+ * (the same bin a user runs), on 127.0.0.1 and a fresh temp directory each.
+ * Every process it starts is killed in `stopAll()`, and exits by itself if the
+ * test process dies (DROVER_EXIT_WITH_PARENT).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { once } from 'node:events';
+import { randomBytes } from 'node:crypto';
+
+export const BIN = resolve(import.meta.dirname, '../../../bin/drover.js');
+
+export interface Proc {
+  child: ChildProcess;
+  output(): string;
+  stop(signal?: NodeJS.Signals): Promise<void>;
+}
+
+const live = new Set<ChildProcess>();
+
+export function startProc(args: string[], env: Record<string, string> = {}, readyLine?: RegExp): Promise<{ proc: Proc; match: RegExpMatchArray | null }> {
+  const child = spawn(process.execPath, [BIN, ...args], {
+    env: { ...process.env, DROVER_EXIT_WITH_PARENT: '1', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  live.add(child);
+  let out = '';
+  const proc: Proc = {
+    child,
+    output: () => out,
+    async stop(signal = 'SIGTERM') {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = once(child, 'exit');
+      child.kill(signal);
+      const t = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      await exited;
+      clearTimeout(t);
+      live.delete(child);
+    },
+  };
+  return new Promise((resolvePromise, reject) => {
+    let done = !readyLine;
+    const onData = (d: Buffer) => {
+      out += d.toString();
+      if (!done && readyLine) {
+        const m = out.match(readyLine);
+        if (m) {
+          done = true;
+          resolvePromise({ proc, match: m });
+        }
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    child.on('exit', (code, sig) => {
+      live.delete(child);
+      if (!done) {
+        done = true;
+        reject(new Error(`drover ${args[0]} exited (${code ?? sig}) before it was ready:\n${out}`));
+      }
+    });
+    if (!readyLine) resolvePromise({ proc, match: null });
+  });
+}
+
+export async function stopAll(): Promise<void> {
+  await Promise.all([...live].map(async (c) => {
+    if (c.exitCode !== null || c.signalCode !== null) return;
+    const exited = once(c, 'exit');
+    c.kill('SIGKILL');
+    await exited;
+  }));
+  live.clear();
+}
+
+export class Api {
+  constructor(
+    readonly url: string,
+    readonly token: string,
+  ) {}
+  async req(method: string, path: string, body?: unknown, token: string | null = this.token): Promise<{ status: number; body: any; text: string }> {
+    const headers: Record<string, string> = {};
+    if (token) headers.authorization = `Bearer ${token}`;
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    const res = await fetch(this.url + path, { method, headers, body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body) });
+    const text = await res.text();
+    let parsed: any = null;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      parsed = null;
+    }
+    return { status: res.status, body: parsed, text };
+  }
+  async submit(spec: Record<string, unknown>): Promise<string> {
+    const r = await this.req('POST', '/v1/tasks', spec);
+    if (r.status !== 201) throw new Error(`submit failed ${r.status}: ${r.text}`);
+    return r.body.task.id;
+  }
+  async task(id: string): Promise<{ task: any; attempts: any[]; events: any[] }> {
+    const r = await this.req('GET', `/v1/tasks/${id}`);
+    if (r.status !== 200) throw new Error(`get failed ${r.status}: ${r.text}`);
+    return r.body;
+  }
+  /** Follows the task's log until it ends (the server closes the stream), then returns the task. */
+  async waitDone(id: string): Promise<{ task: any; attempts: any[]; events: any[]; logs: string }> {
+    const r = await this.req('GET', `/v1/tasks/${id}/logs?follow=1`);
+    if (r.status !== 200) throw new Error(`logs failed ${r.status}: ${r.text}`);
+    return { ...(await this.task(id)), logs: r.text };
+  }
+  /** Waits until the task is in one of `states`, by following its log (which ends only when it is terminal) or polling briefly for non-terminal states. */
+  async waitState(id: string, states: string[], timeoutMs = 30_000): Promise<any> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const t = (await this.task(id)).task;
+      if (states.includes(t.state)) return t;
+      if (Date.now() > deadline) throw new Error(`task ${id} still ${t.state}, wanted ${states.join('|')}`);
+      await new Promise((r) => setTimeout(r, 25));
+    }
+  }
+}
+
+export interface Cluster {
+  dir: string;
+  url: string;
+  api: Api;
+  server: Proc;
+  workers: Proc[];
+  workerToken: string;
+  startServer(): Promise<Proc>;
+  startWorker(opts?: { slots?: number; id?: string; extra?: string[] }): Promise<Proc>;
+  close(): Promise<void>;
+}
+
+export async function startCluster(opts: { workers?: number; slots?: number; port?: number; serverEnv?: Record<string, string> } = {}): Promise<Cluster> {
+  const dir = mkdtempSync(join(tmpdir(), 'drover-e2e-'));
+  const adminToken = `drv_test_${randomBytes(16).toString('hex')}`;
+  let url = '';
+  let port = opts.port ?? 0;
+  const startServer = async () => {
+    const { proc, match } = await startProc(['server', '--db', `sqlite:${join(dir, 'drover.db')}`, '--host', '127.0.0.1', '--port', String(port)], { DROVER_ADMIN_TOKEN: adminToken, ...opts.serverEnv }, /listening on (http:\/\/127\.0\.0\.1:(\d+))/);
+    url = match![1]!;
+    port = Number(match![2]);
+    c.url = url;
+    c.server = proc;
+    c.api = new Api(url, adminToken);
+    return proc;
+  };
+  const c: Cluster = {
+    dir,
+    url,
+    api: null as unknown as Api,
+    server: null as unknown as Proc,
+    workers: [],
+    workerToken: '',
+    startServer,
+    async startWorker(w = {}) {
+      const id = w.id ?? `w${c.workers.length + 1}`;
+      const { proc } = await startProc(['worker', '--server', c.url, '--slots', String(w.slots ?? opts.slots ?? 2), '--id', id, '--work-dir', join(dir, 'work', id), ...(w.extra ?? [])], { DROVER_TOKEN: c.workerToken });
+      c.workers.push(proc);
+      await waitWorker(c.api, id, proc);
+      return proc;
+    },
+    async close() {
+      await stopAll();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  await startServer();
+  const t = await c.api.req('POST', '/v1/tokens', { name: 'e2e-worker', role: 'worker' });
+  if (t.status !== 201) throw new Error(`worker token: ${t.text}`);
+  c.workerToken = t.body.secret;
+  for (let i = 0; i < (opts.workers ?? 1); i++) await c.startWorker();
+  return c;
+}
+
+/** Waits until the server lists worker `id` as connected. */
+export async function waitWorker(api: Api, id: string, proc: Proc, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const r = await api.req('GET', '/v1/workers');
+    if ((r.body?.workers ?? []).some((w: any) => w.id === id && w.state === 'connected')) return;
+    if (proc.child.exitCode !== null) throw new Error(`worker ${id} exited: ${proc.output()}`);
+    if (Date.now() > deadline) throw new Error(`worker ${id} did not connect: ${proc.output()}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** Waits until the server lists `n` connected workers. */
+export async function waitWorkers(api: Api, n: number, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const r = await api.req('GET', '/v1/workers');
+    const connected = (r.body?.workers ?? []).filter((w: any) => w.state === 'connected').length;
+    if (connected >= n) return;
+    if (Date.now() > deadline) throw new Error(`only ${connected} of ${n} workers connected`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
