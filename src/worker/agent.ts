@@ -24,6 +24,7 @@
  *   `close()` is ignored and becomes `lost` on the server.
  */
 import { randomBytes } from 'node:crypto';
+import { mkdir } from 'node:fs/promises';
 import os from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS, PROTOCOL_VERSION, type AgentMessage, type AssignedAttempt, type ServerMessage } from '../core/protocol.js';
@@ -68,6 +69,8 @@ export interface Agent {
 
 /** Resolves once the first connection got `welcome`; rejects after `startTimeoutMs` without one. */
 export async function startAgent(opts: AgentOptions): Promise<Agent> {
+  // A work dir that cannot be created is a configuration error: say so now, not at the first attempt.
+  await mkdir(opts.workDir, { recursive: true });
   const agent = new WorkerAgent(opts);
   try {
     await agent.waitWelcome(opts.startTimeoutMs ?? 10_000);
@@ -167,6 +170,7 @@ class WorkerAgent implements Agent {
 
   private onDown(reason: string): void {
     if (this.ready) this.log.warn({ reason }, 'lost the server connection; reconnecting');
+    else this.log.info({ reason }, 'could not connect; retrying');
     this.ready = false;
     this.stopHeartbeat();
   }

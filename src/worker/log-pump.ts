@@ -9,16 +9,19 @@
  * - The consumer pulls with `next()` when it can send. A pulled chunk stays in
  *   the unacked window until `ack(seq)` (cumulative) covers it: that window is
  *   what the agent re-sends after a reconnect.
- * - In-flight bytes = read but not acked (pending + unacked). The pump stops
- *   reading both pipes *before* in-flight could pass `maxInFlightBytes`; the
- *   child then blocks in write(2), which is the intended backpressure. Reading
- *   resumes when acks make room again. One pipe read is at most 64 KiB
- *   (libuv's read size), so in-flight never exceeds
- *   max(maxInFlightBytes, 64 KiB), however much the child prints.
+ * - In-flight bytes = read but not acked (pending + unacked), and never more
+ *   than `maxInFlightBytes`: the pump takes from a stream (paused mode,
+ *   `read(n)`) only as many bytes as there is room for. When there is none,
+ *   it stops taking; the stream's own buffer fills, Node stops reading the
+ *   pipe, and the child blocks in write(2), which is the intended
+ *   backpressure. Acks make room and reading resumes (once there is room for
+ *   a reasonable chunk, not for every freed byte).
+ *   Memory per attempt is thus at most maxInFlightBytes + each stream's
+ *   buffer (its highWaterMark + one 64 KiB read) + the kernel pipe buffer.
  * - The unacked window is also capped in chunks (`maxUnackedChunks`): each
  *   chunk costs a message and some bookkeeping beyond its bytes.
- * Everything runs per pipe read (one 'data' event at a time), never in a
- * loop over a big buffer, so the event loop stays free for heartbeats.
+ * Work happens per 'readable' event, bounded by the room left, never in a
+ * loop over an unbounded buffer, so the event loop stays free for heartbeats.
  */
 import type { Readable } from 'node:stream';
 
@@ -53,9 +56,6 @@ export interface LogPumpStats {
   ackedSeq: number;
 }
 
-/** Largest single read from a pipe (libuv allocates 64 KiB per read). */
-export const PIPE_READ_BYTES = 64 * 1024;
-
 interface Pending {
   stream: StreamName;
   bufs: Buffer[];
@@ -63,7 +63,7 @@ interface Pending {
 }
 
 export class LogPump {
-  private readonly streams: Readable[] = [];
+  private readonly streams: Array<{ stream: Readable; name: StreamName }> = [];
   private readonly pending: Pending[] = [];
   /** Handed out, not acked; consecutive seqs in order. */
   private readonly window: OutputChunk[] = [];
@@ -90,15 +90,14 @@ export class LogPump {
   /** Attach every stream before the first one can close (i.e. synchronously after spawn). */
   attach(stream: Readable, name: StreamName): void {
     this.open++;
-    this.streams.push(stream);
-    stream.on('data', (buf: Buffer) => this.onData(name, buf));
+    this.streams.push({ stream, name });
+    stream.on('readable', () => this.take(stream, name));
     // A read error ends the stream; 'close' follows and is what we wait for.
     stream.on('error', () => {});
     stream.once('close', () => {
       if (--this.open === 0) this.resolveEnded();
       this.opts.onOutput?.();
     });
-    if (this.isPaused) stream.pause();
   }
 
   /** True when every stream has closed and every byte read has been handed out by `next()`. */
@@ -158,7 +157,7 @@ export class LogPump {
   /**
    * Stop keeping output: drop what is held and read the rest into the void.
    * For an attempt nobody will report on (rejected, stale, shutdown without a
-   * server), so a paused pipe cannot keep its process or the attempt alive.
+   * server), so a full window cannot keep its process or the attempt alive.
    */
   discard(): void {
     this.discarding = true;
@@ -166,17 +165,52 @@ export class LogPump {
     this.window.length = 0;
     this.pendingBytes = 0;
     this.windowBytes = 0;
-    this.setPaused(false);
+    this.isPaused = false;
+    this.takeAll();
     this.opts.onOutput?.();
   }
 
   /** Close the pipes without waiting for EOF (a descendant outside the process group still holds them). */
   abandon(): void {
-    for (const s of this.streams) s.destroy();
+    for (const { stream } of this.streams) stream.destroy();
   }
 
-  private onData(stream: StreamName, buf: Buffer): void {
-    if (this.discarding) return;
+  /** Takes what the stream has buffered, up to the room left in the window. */
+  private take(stream: Readable, name: StreamName): void {
+    if (this.discarding) {
+      while (stream.read() !== null);
+      return;
+    }
+    let tookAny = false;
+    for (;;) {
+      const room = this.opts.maxInFlightBytes - this.inFlightBytes;
+      const avail = stream.readableLength;
+      if (avail === 0) {
+        // Lets the stream notice EOF (and emit 'end') or ask the pipe for more.
+        const buf: Buffer | null = stream.read();
+        if (!buf) break;
+        // A stream that produced data synchronously: put it back and take it within the room below.
+        stream.unshift(buf);
+        continue;
+      }
+      if (room <= 0) {
+        if (!this.isPaused) this.pauses++;
+        this.isPaused = true;
+        break;
+      }
+      const buf: Buffer | null = stream.read(Math.min(room, avail));
+      if (!buf) break;
+      this.add(name, buf);
+      tookAny = true;
+    }
+    if (tookAny) this.opts.onOutput?.();
+  }
+
+  private takeAll(): void {
+    for (const { stream, name } of this.streams) this.take(stream, name);
+  }
+
+  private add(stream: StreamName, buf: Buffer): void {
     this.read += buf.length;
     const max = this.opts.maxChunkBytes;
     const last = this.pending[this.pending.length - 1];
@@ -191,27 +225,16 @@ export class LogPump {
     }
     this.pendingBytes += buf.length;
     this.peak = Math.max(this.peak, this.inFlightBytes);
-    if (this.mustPause()) this.setPaused(true);
-    this.opts.onOutput?.();
   }
 
-  /** Pause while one more pipe read could push in-flight past the bound (but never with nothing in flight). */
-  private mustPause(): boolean {
-    const inFlight = this.inFlightBytes;
-    return inFlight > 0 && inFlight + PIPE_READ_BYTES > this.opts.maxInFlightBytes;
-  }
-
+  /** After an ack: read again once there is room for a reasonable chunk (not for every freed byte). */
   private maybeResume(): void {
-    if (this.isPaused && !this.mustPause()) this.setPaused(false);
-  }
-
-  private setPaused(paused: boolean): void {
-    if (paused === this.isPaused) return;
-    this.isPaused = paused;
-    if (paused) this.pauses++;
-    for (const s of this.streams) {
-      if (paused) s.pause();
-      else s.resume();
+    if (!this.isPaused) return;
+    const room = this.opts.maxInFlightBytes - this.inFlightBytes;
+    const enough = Math.min(this.opts.maxChunkBytes, Math.ceil(this.opts.maxInFlightBytes / 2));
+    if (room >= enough || this.inFlightBytes === 0) {
+      this.isPaused = false;
+      this.takeAll();
     }
   }
 }

@@ -256,8 +256,7 @@ describe('worker agent', { timeout: 30_000 }, () => {
       const exit = await conn.next('exit', undefined, 0);
       assert.equal(exit.outcome, 'cancelled');
       assert.equal(exit.error, 'worker shutting down');
-      // An assign after close is ignored.
-      await agent.close();
+      await agent.close(); // idempotent
     } finally {
       await server.close();
     }

@@ -2,7 +2,9 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { PassThrough } from 'node:stream';
 import { describe, it } from 'node:test';
-import { LogPump, PIPE_READ_BYTES } from '../../src/worker/log-pump.js';
+import { LogPump } from '../../src/worker/log-pump.js';
+
+const PIPE_READ_BYTES = 64 * 1024;
 
 /** Lets queued stream events ('data', 'close') run. */
 const ticks = () => new Promise<void>((r) => setImmediate(r));
@@ -56,29 +58,32 @@ describe('log pump', () => {
     assert.equal(pump.next()?.data.toString(), 'cccc');
   });
 
-  it('pauses the streams before in-flight bytes could pass the bound and resumes on ack', async () => {
-    const max = 3 * PIPE_READ_BYTES;
-    const pump = new LogPump({ maxChunkBytes: PIPE_READ_BYTES, maxInFlightBytes: max });
+  it('takes no more than the bound allows, waits for acks, and resumes on ack', async () => {
+    const max = 100_000;
+    const pump = new LogPump({ maxChunkBytes: 16_384, maxInFlightBytes: max });
     const out = new PassThrough({ highWaterMark: 16 });
     pump.attach(out, 'stdout');
-    const block = Buffer.alloc(PIPE_READ_BYTES, 120);
-    for (let i = 0; i < 6; i++) out.write(block);
+    const block = Buffer.alloc(30_000, 120);
+    for (let i = 0; i < 10; i++) out.write(block);
+    out.end();
     await ticks();
+    // The window is exactly full: the pump took what fit and left the rest in the stream.
     assert.equal(pump.stats().paused, true);
-    assert.ok(pump.inFlightBytes <= max);
+    assert.equal(pump.inFlightBytes, max);
     let last = -1;
-    while (pump.stats().bytesRead < 6 * PIPE_READ_BYTES) {
+    while (!pump.drained) {
       for (let c = pump.next(); c; c = pump.next()) last = c.seq;
       pump.ack(last);
       await ticks();
       assert.ok(pump.inFlightBytes <= max);
     }
+    assert.equal(pump.stats().bytesRead, 300_000);
     assert.ok(pump.stats().peakInFlightBytes <= max);
     assert.ok(pump.stats().pauseCount >= 1);
   });
 
   it('discard drops held output and lets the stream run to its end', async () => {
-    const pump = new LogPump({ maxChunkBytes: PIPE_READ_BYTES, maxInFlightBytes: PIPE_READ_BYTES });
+    const pump = new LogPump({ maxChunkBytes: 64, maxInFlightBytes: 100 });
     const out = new PassThrough();
     pump.attach(out, 'stdout');
     out.write(Buffer.alloc(1000));

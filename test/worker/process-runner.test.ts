@@ -147,6 +147,22 @@ describe('process runner', { timeout: 30_000 }, () => {
     assert.equal(exists(-pgid), false);
   });
 
+  it('closes pipes held open by a descendant that left the group, once they stay silent', async () => {
+    // setsid moves the sleep out of the group: the group kill cannot reach it and it keeps stdout open.
+    // The attempt still ends (drainIdleMs after the group is gone); the escaped process is the documented limit.
+    // The fifo makes the leader exit only after the child has left the group.
+    const script = 'mkfifo f; setsid sh -c \'echo $$ > f; exec sleep 100\' & read pid < f; echo "$pid"';
+    const c = collect(spec({ script }), { ...opts(), drainIdleMs: 100 });
+    const r = await c.run.result;
+    const escaped = Number(c.text('stdout').trim());
+    try {
+      assert.equal(r.outcome, 'succeeded');
+      assert.ok(escaped > 0);
+    } finally {
+      if (escaped > 0 && exists(escaped)) process.kill(escaped, 'SIGKILL');
+    }
+  });
+
   it('numbers chunks in read order across both streams and keeps each stream in order', async () => {
     const script = 'i=0; while [ $i -lt 300 ]; do echo "out$i"; echo "err$i" >&2; i=$((i+1)); done';
     const c = collect(spec({ script }), { ...opts(), logLimits: { maxChunkBytes: 100, maxInFlightBytes: LOG_LIMITS.maxInFlightBytes } });
@@ -162,7 +178,8 @@ describe('process runner', { timeout: 30_000 }, () => {
   it('bounds buffered output when the consumer acks slowly (50 MB through a 1 MiB window)', { timeout: 60_000 }, async () => {
     // `seq 1 6500000` prints ~52 MB. The consumer pulls whatever is readable but
     // acks only once the window is full (and then a little later), so the pump
-    // must stop reading and the child must block, window after window.
+    // must stop reading and the child must block, window after window. (The
+    // child's EOF needs no ack, so the last partial window cannot deadlock.)
     const N = 6_500_000;
     let run!: ReturnType<typeof runAttempt>;
     let pulledThrough = -1;
@@ -193,7 +210,7 @@ describe('process runner', { timeout: 30_000 }, () => {
             expectNext++;
           }
         }
-        if (run.pump.stats().paused) ackLater();
+        if (run.pump.inFlightBytes >= LOG_LIMITS.maxInFlightBytes) ackLater();
       },
     });
     const r = await run.result;
