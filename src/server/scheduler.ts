@@ -42,6 +42,9 @@ export interface Logger {
   error(obj: object, msg?: string): void;
 }
 
+/** Bounds the work of one dispatch round when many slots are free and the queue is empty. */
+const MAX_CLAIMS_PER_ROUND = 64;
+
 export class Scheduler {
   private readonly links = new Map<string, WorkerLink>();
   private dispatching = false;
@@ -115,29 +118,42 @@ export class Scheduler {
     }
   }
 
-  /** Fill free slots, most free slots first, one atomic claim per assignment. */
+  /**
+   * Fill free slots. Each claim is one atomic store call; the claims of one
+   * round are issued together so the store can commit them in one group
+   * (see SqliteStore.write). Slots are taken round-robin, most free first, so
+   * a short queue spreads over the workers. A round that found fewer waiting
+   * tasks than it asked for ends the pass.
+   */
   private async dispatchPass(): Promise<void> {
     for (;;) {
-      let best: WorkerLink | null = null;
-      let bestFree = 0;
-      for (const l of this.links.values()) {
-        const free = l.slots - l.running.size;
-        if (free > bestFree) {
-          best = l;
-          bestFree = free;
+      const free = new Map<WorkerLink, number>();
+      for (const l of this.links.values()) if (l.slots > l.running.size) free.set(l, l.slots - l.running.size);
+      const order: WorkerLink[] = [];
+      const byFree = [...free.entries()].sort((a, b) => b[1] - a[1]);
+      for (let round = 0; order.length < MAX_CLAIMS_PER_ROUND; round++) {
+        const before = order.length;
+        for (const [l, n] of byFree) if (n > round && order.length < MAX_CLAIMS_PER_ROUND) order.push(l);
+        if (order.length === before) break;
+      }
+      if (order.length === 0) return;
+      const now = this.clock.now();
+      const claims = await Promise.all(order.map((l) => this.store.claimNext(l.workerId, now, this.opts.leaseMs)));
+      let got = 0;
+      for (const [i, claim] of claims.entries()) {
+        if (!claim) continue;
+        got++;
+        const link = order[i]!;
+        link.running.add(claim.attempt.id);
+        this.bus.notify(claim.task.id);
+        if (!link.send({ type: 'assign', attempt: assignment(claim.task, claim.attempt) })) {
+          // The socket closed between choosing and sending: give the task back now
+          // rather than after the lease runs out.
+          link.running.delete(claim.attempt.id);
+          await this.endLost(claim.attempt, 'worker connection closed before the assignment was sent');
         }
       }
-      if (!best) return;
-      const claim = await this.store.claimNext(best.workerId, this.clock.now(), this.opts.leaseMs);
-      if (!claim) return;
-      best.running.add(claim.attempt.id);
-      this.bus.notify(claim.task.id);
-      if (!best.send({ type: 'assign', attempt: assignment(claim.task, claim.attempt) })) {
-        // The socket closed between choosing and sending: give the task back now
-        // rather than after the lease runs out.
-        best.running.delete(claim.attempt.id);
-        await this.endLost(claim.attempt, 'worker connection closed before the assignment was sent');
-      }
+      if (got < order.length) return;
     }
   }
 

@@ -20,6 +20,7 @@ type LogMsg = Extract<AgentMessage, { type: 'log' }>;
 export class WorkerSession implements WorkerLink {
   workerId = '';
   slots = 0;
+  private hello: Omit<import('../store/store.js').WorkerRecord, 'state'> | null = null;
   readonly running = new Set<number>();
   private readonly queue: AgentMessage[] = [];
   private draining = false;
@@ -67,20 +68,28 @@ export class WorkerSession implements WorkerLink {
     if (!this.draining) void this.drain();
   }
 
+  /**
+   * Handles what has arrived, in batches. Until `hello` is handled, one message
+   * at a time. After that, a batch's store writes are all requested before any
+   * is awaited, in arrival order except that log chunks go first: the store
+   * runs writes in request order and commits them together, so an attempt's
+   * last chunk is still stored before its exit, and a burst of exits costs one
+   * commit rather than one each.
+   */
   private async drain(): Promise<void> {
     this.draining = true;
     try {
       while (this.queue.length && !this.closed) {
-        const msg = this.queue[0]!;
-        if (msg.type === 'log') {
-          // Take the whole run of consecutive log chunks: one transaction per attempt.
-          let n = 0;
-          while (n < this.queue.length && this.queue[n]!.type === 'log') n++;
-          await this.onLogs(this.queue.splice(0, n) as LogMsg[]);
+        if (!this.registered) {
+          await this.handle(this.queue.shift()!);
           continue;
         }
-        this.queue.shift();
-        await this.handle(msg);
+        const batch = this.queue.splice(0);
+        const logs = batch.filter((m): m is LogMsg => m.type === 'log');
+        const work: Promise<void>[] = [];
+        if (logs.length) work.push(this.onLogs(logs));
+        for (const m of batch) if (m.type !== 'log') work.push(this.handle(m));
+        await Promise.all(work);
       }
     } catch (err) {
       this.log.error({ err, workerId: this.workerId }, 'handling a worker message failed; closing the connection');
@@ -98,9 +107,12 @@ export class WorkerSession implements WorkerLink {
     switch (msg.type) {
       case 'hello':
         return this.onHello(msg);
-      case 'heartbeat':
-        await this.store.renewLeases(this.workerId, [...this.running], this.clock.now(), this.scheduler.opts.leaseMs);
+      case 'heartbeat': {
+        const now = this.clock.now();
+        await this.store.renewLeases(this.workerId, [...this.running], now, this.scheduler.opts.leaseMs);
+        if (this.hello) await this.store.upsertWorker({ ...this.hello, lastSeenAt: now });
         return;
+      }
       case 'started':
         return;
       case 'exit':
@@ -123,7 +135,8 @@ export class WorkerSession implements WorkerLink {
     this.workerId = msg.workerId;
     this.slots = msg.slots;
     const now = this.clock.now();
-    await this.store.upsertWorker({ id: msg.workerId, hostname: String(msg.hostname ?? ''), slots: msg.slots, labels: msg.labels ?? {}, connectedAt: now, lastSeenAt: now });
+    this.hello = { id: msg.workerId, hostname: String(msg.hostname ?? ''), slots: msg.slots, labels: msg.labels ?? {}, connectedAt: now, lastSeenAt: now };
+    await this.store.upsertWorker(this.hello);
     // Re-attach attempts the agent kept running through a reconnect, if they are still current.
     const stale: number[] = [];
     for (const r of msg.running ?? []) {
@@ -145,17 +158,16 @@ export class WorkerSession implements WorkerLink {
       if (!g) byAttempt.set(m.attemptId, (g = { token: m.fencingToken, chunks: [] }));
       g.chunks.push({ seq: m.seq, stream: m.stream === 'stderr' ? 'stderr' : 'stdout', data: Buffer.from(m.data, 'base64') });
     }
-    for (const [attemptId, g] of byAttempt) {
-      const ok = await this.store.appendLogs(attemptId, g.token, g.chunks, this.clock.now());
-      const lastSeq = g.chunks[g.chunks.length - 1]!.seq;
-      if (!ok) {
-        await this.fenced(attemptId, 'log');
-        continue;
-      }
-      this.send({ type: 'ack', attemptId, seq: lastSeq });
-      const attempt = await this.store.getAttempt(attemptId);
-      if (attempt) this.bus.notify(attempt.taskId);
-    }
+    // Request every attempt's append before awaiting any (see drain()).
+    await Promise.all(
+      [...byAttempt].map(async ([attemptId, g]) => {
+        const ok = await this.store.appendLogs(attemptId, g.token, g.chunks, this.clock.now());
+        if (!ok) return this.fenced(attemptId, 'log');
+        this.send({ type: 'ack', attemptId, seq: g.chunks[g.chunks.length - 1]!.seq });
+        const attempt = await this.store.getAttempt(attemptId);
+        if (attempt) this.bus.notify(attempt.taskId);
+      }),
+    );
   }
 
   private async onExit(msg: Extract<AgentMessage, { type: 'exit' }>): Promise<void> {
