@@ -10,6 +10,9 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { once } from 'node:events';
 import { randomBytes } from 'node:crypto';
+import { Agent, request as httpRequest } from 'node:http';
+
+const keepAlive = new Agent({ keepAlive: true, maxSockets: 64 });
 
 export const BIN = resolve(import.meta.dirname, '../../../bin/drover.js');
 
@@ -81,19 +84,34 @@ export class Api {
     readonly url: string,
     readonly token: string,
   ) {}
-  async req(method: string, path: string, body?: unknown, token: string | null = this.token): Promise<{ status: number; body: any; text: string }> {
+  /** One request over a keep-alive connection (node:http: far less CPU per call than fetch, which matters in the bench). */
+  req(method: string, path: string, body?: unknown, token: string | null = this.token): Promise<{ status: number; body: any; text: string }> {
     const headers: Record<string, string> = {};
     if (token) headers.authorization = `Bearer ${token}`;
-    if (body !== undefined) headers['content-type'] = 'application/json';
-    const res = await fetch(this.url + path, { method, headers, body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body) });
-    const text = await res.text();
-    let parsed: any = null;
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      parsed = null;
+    const payload = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
+    if (payload !== undefined) {
+      headers['content-type'] = 'application/json';
+      headers['content-length'] = String(Buffer.byteLength(payload));
     }
-    return { status: res.status, body: parsed, text };
+    return new Promise((resolvePromise, reject) => {
+      const r = httpRequest(this.url + path, { method, headers, agent: keepAlive }, (res) => {
+        const parts: Buffer[] = [];
+        res.on('data', (d: Buffer) => parts.push(d));
+        res.on('end', () => {
+          const text = Buffer.concat(parts).toString('utf8');
+          let parsed: any = null;
+          try {
+            parsed = JSON.parse(text);
+          } catch {
+            parsed = null;
+          }
+          resolvePromise({ status: res.statusCode ?? 0, body: parsed, text });
+        });
+        res.on('error', reject);
+      });
+      r.on('error', reject);
+      r.end(payload);
+    });
   }
   async submit(spec: Record<string, unknown>): Promise<string> {
     const r = await this.req('POST', '/v1/tasks', spec);
