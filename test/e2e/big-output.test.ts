@@ -44,6 +44,7 @@ describe('e2e: large output', () => {
     const server = peakMiB(c.server.child.pid!);
     const agent = peakMiB(c.workers[0]!.child.pid!);
     // Node's own baseline is ~50-90 MiB; the output is 256 MiB. Bounded means far below it.
+    console.log(`# peak memory: server ${server.toFixed(0)} MiB, agent ${agent.toFixed(0)} MiB`);
     assert.ok(server < 200, `server peak ${server.toFixed(0)} MiB`);
     assert.ok(agent < 150, `agent peak ${agent.toFixed(0)} MiB`);
   });
