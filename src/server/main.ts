@@ -2,6 +2,8 @@
  * Starts a Drover server: opens and migrates the store, makes sure an admin
  * token exists, serves the API and the worker endpoint, runs the scheduler.
  */
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
 import pino from 'pino';
 import { systemClock, type Clock } from '../core/clock.js';
 import { DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS } from '../core/protocol.js';
@@ -55,6 +57,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     heartbeatMs: opts.heartbeatMs ?? DEFAULT_HEARTBEAT_MS,
     leaseMs: opts.leaseMs ?? DEFAULT_LEASE_MS,
     sweepMs: opts.sweepMs ?? 1000,
+    serverId: `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`,
   });
   const app = await buildApp({ store, scheduler, bus, clock, tokens, log }, { logLevel: opts.logLevel === 'debug' ? 'info' : 'warn' });
   await app.listen({ host: opts.host ?? '127.0.0.1', port: opts.port ?? 7070 });

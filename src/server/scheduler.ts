@@ -23,6 +23,8 @@ export interface SchedulerOptions {
   heartbeatMs: number;
   /** Period of the fallback sweep: expired leases, due retries, missed kicks. */
   sweepMs: number;
+  /** Unique per server process: the holder name in leadership leases. */
+  serverId: string;
 }
 
 /** What the scheduler needs of a live worker connection. */
@@ -44,6 +46,8 @@ export interface Logger {
 
 /** Bounds the work of one dispatch round when many slots are free and the queue is empty. */
 const MAX_CLAIMS_PER_ROUND = 64;
+/** The sweeper lease lasts this many sweep periods: a dead leader is replaced within ~5 s by default. */
+const LEADER_TTL_FACTOR = 5;
 
 export class Scheduler {
   private readonly links = new Map<string, WorkerLink>();
@@ -53,6 +57,9 @@ export class Scheduler {
   private wakeAt = Infinity;
   private sweepTimer: NodeJS.Timeout | null = null;
   private stopped = false;
+  private unsubscribe: (() => void) | null = null;
+  /** Whether this server held the sweeper lease at its last sweep. */
+  leading = false;
 
   constructor(
     private readonly store: Store,
@@ -63,6 +70,19 @@ export class Scheduler {
   ) {}
 
   start(): void {
+    // The store's signals are the one way news reaches the scheduler, from this
+    // server's writes and (PostgreSQL) from every other server's.
+    this.unsubscribe = this.store.onSignal((sig) => {
+      switch (sig.kind) {
+        case 'wake':
+          return this.kick();
+        case 'task':
+          return this.bus.notify(sig.taskId);
+        case 'cancel':
+          this.linkOf(sig.attemptId)?.send({ type: 'cancel', attemptId: sig.attemptId, reason: 'task cancelled' });
+          return;
+      }
+    });
     this.sweepTimer = setInterval(() => void this.sweep(), this.opts.sweepMs);
     this.sweepTimer.unref();
     void this.sweep();
@@ -70,6 +90,7 @@ export class Scheduler {
 
   stop(): void {
     this.stopped = true;
+    this.unsubscribe?.();
     if (this.sweepTimer) clearInterval(this.sweepTimer);
     if (this.wakeTimer) clearTimeout(this.wakeTimer);
   }
@@ -145,7 +166,6 @@ export class Scheduler {
         got++;
         const link = order[i]!;
         link.running.add(claim.attempt.id);
-        this.bus.notify(claim.task.id);
         if (!link.send({ type: 'assign', attempt: assignment(claim.task, claim.attempt) })) {
           // The socket closed between choosing and sending: give the task back now
           // rather than after the lease runs out.
@@ -159,11 +179,8 @@ export class Scheduler {
 
   /** Ends an attempt as lost (no retry used) and requeues its task. */
   async endLost(attempt: Attempt, error: string): Promise<void> {
-    const res = await this.store.endAttempt(attempt.id, attempt.id, { outcome: 'lost', exitCode: null, signal: null, error, durationMs: null }, 'scheduler', this.clock.now());
-    if (res) {
-      this.bus.notify(res.task.id);
-      this.kick();
-    }
+    // The store signals the task, and wake when it is requeued.
+    await this.store.endAttempt(attempt.id, attempt.id, { outcome: 'lost', exitCode: null, signal: null, error, durationMs: null }, 'scheduler', this.clock.now());
   }
 
   /** Called after a task entered `retrying`: wake when its backoff ends. */
@@ -185,9 +202,8 @@ export class Scheduler {
   }
 
   private async promote(): Promise<void> {
-    const ids = await this.store.promoteDue(this.clock.now());
-    for (const id of ids) this.bus.notify(id);
-    if (ids.length) this.kick();
+    // Each promoted task is signalled (wake + task) by the store.
+    await this.store.promoteDue(this.clock.now());
     const next = await this.store.nextDueAt();
     if (next !== null) this.wakeAtTime(next);
   }
@@ -196,7 +212,15 @@ export class Scheduler {
   async sweep(): Promise<void> {
     if (this.stopped) return;
     try {
-      const expired = await this.store.expiredAttempts(this.clock.now());
+      // Ending expired leases is a singleton duty: one elected server does it, and
+      // another takes over within LEADER_TTL_FACTOR sweeps if that one dies.
+      // (The fenced endAttempt would make doubles harmless; election keeps the
+      // events and the load single.) Promotion and dispatch run everywhere.
+      const now = this.clock.now();
+      const leading = await this.store.acquireLeadership('lease-sweeper', this.opts.serverId, now, this.opts.sweepMs * LEADER_TTL_FACTOR);
+      if (leading !== this.leading) this.log.info({ serverId: this.opts.serverId }, leading ? 'now leading the lease sweeper' : 'no longer leading the lease sweeper');
+      this.leading = leading;
+      const expired = leading ? await this.store.expiredAttempts(now) : [];
       for (const a of expired) {
         this.linkOf(a.id)?.running.delete(a.id);
         this.log.warn({ attemptId: a.id, taskId: a.taskId, workerId: a.workerId }, 'lease expired: attempt lost');

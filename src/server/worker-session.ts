@@ -164,8 +164,6 @@ export class WorkerSession implements WorkerLink {
         const ok = await this.store.appendLogs(attemptId, g.token, g.chunks, this.clock.now());
         if (!ok) return this.fenced(attemptId, 'log');
         this.send({ type: 'ack', attemptId, seq: g.chunks[g.chunks.length - 1]!.seq });
-        const attempt = await this.store.getAttempt(attemptId);
-        if (attempt) this.bus.notify(attempt.taskId);
       }),
     );
   }
@@ -176,7 +174,6 @@ export class WorkerSession implements WorkerLink {
     const res = await this.store.endAttempt(msg.attemptId, msg.fencingToken, end, `worker:${this.workerId}`, this.clock.now());
     this.running.delete(msg.attemptId);
     if (res) {
-      this.bus.notify(res.task.id);
       if (res.task.state === 'retrying' && res.task.runAfter !== null) this.scheduler.wakeAtTime(res.task.runAfter);
     } else {
       const a = await this.store.getAttempt(msg.attemptId);
@@ -185,6 +182,7 @@ export class WorkerSession implements WorkerLink {
       if (!a || a.state === 'lost' || a.id !== msg.fencingToken) await this.fenced(msg.attemptId, 'exit');
     }
     this.send({ type: 'exit_ack', attemptId: msg.attemptId });
+    // A slot of this worker is free again (not a store change, so no signal says so).
     this.scheduler.kick();
   }
 

@@ -78,7 +78,49 @@ export interface NewLogChunk {
   data: Buffer;
 }
 
+/**
+ * What the store tells every server attached to it, after the change is
+ * committed. PostgreSQL: NOTIFY inside the changing transaction (delivered on
+ * commit to every LISTENing server, this one included). SQLite: emitted in
+ * this process after the commit (one server per file).
+ */
+export type StoreSignal =
+  /** A task became waiting (submitted, backoff over, requeued, retried): dispatch. */
+  | { kind: 'wake' }
+  /** A task changed state or has new output: wake its log followers. */
+  | { kind: 'task'; taskId: string }
+  /** A running attempt must stop (its task was cancelled): the server holding its worker sends `cancel`. */
+  | { kind: 'cancel'; taskId: string; attemptId: number };
+
+export interface StoreCapabilities {
+  /** Several servers may share this store (PostgreSQL); false for SQLite (one server per file). */
+  multiServer: boolean;
+}
+
 export interface Store {
+  readonly capabilities: StoreCapabilities;
+
+  /**
+   * Registers a listener for signals (see StoreSignal); returns the unsubscribe
+   * function. Signals are hints: listeners re-read the store, and a periodic
+   * sweep covers a signal lost while a connection was down.
+   *
+   * Which changes signal what (both stores; checked by the contract suite):
+   *   createTask, retryTask, promoteDue (each id)  → wake + task
+   *   endAttempt                                   → task (+ wake when the task is back to waiting)
+   *   claimNext, appendLogs (when stored)          → task
+   *   cancelTask                                   → task (+ cancel when an attempt was running)
+   */
+  onSignal(listener: (signal: StoreSignal) => void): () => void;
+
+  /**
+   * Singleton duties (the lease sweeper, later cron): takes or renews the lease
+   * `name` for `holder` until now + ttlMs, in one atomic statement that
+   * succeeds only if the lease is free, expired, or already this holder's.
+   * True while `holder` leads.
+   */
+  acquireLeadership(name: string, holder: string, now: number, ttlMs: number): Promise<boolean>;
+
   /** Applies numbered migrations not yet applied. Idempotent. */
   migrate(): Promise<void>;
   close(): Promise<void>;

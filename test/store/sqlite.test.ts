@@ -1,3 +1,4 @@
+import { runSignalContract } from './contract-signals.js';
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -220,3 +221,5 @@ describe('SqliteStore specifics', () => {
     }
   });
 });
+
+runSignalContract('sqlite :memory:', async () => openSqliteStore(':memory:'));

@@ -21,7 +21,7 @@ function ownedTask(task: Task | null, id: string, p: Principal): Task {
 }
 
 export function taskRoutes(app: FastifyInstance, ctx: AppContext): void {
-  const { store, scheduler, bus, clock } = ctx;
+  const { store, clock } = ctx;
   const user = (req: FastifyRequest) => requireRole(req, 'admin', 'user');
 
   app.post<{ Body: SubmitBody }>(
@@ -31,8 +31,8 @@ export function taskRoutes(app: FastifyInstance, ctx: AppContext): void {
       const p = user(req);
       const spec = toTaskSpec(req.body);
       const now = clock.now();
+      // The store signals wake: this server's scheduler (and, on PostgreSQL, every server's) dispatches.
       const task = await store.createTask(newTaskId(now), p.user, spec, `user:${p.user}`, now);
-      scheduler.kick();
       return reply.code(201).send({ task: taskJson(task) });
     },
   );
@@ -74,9 +74,8 @@ export function taskRoutes(app: FastifyInstance, ctx: AppContext): void {
     async (req) => {
       const p = user(req);
       ownedTask(await store.getTask(req.params.id), req.params.id, p);
+      // A running attempt is stopped through the store's cancel signal, by whichever server holds its worker.
       const res = await store.cancelTask(req.params.id, `user:${p.user}`, clock.now());
-      if (res.runningAttempt) scheduler.linkOf(res.runningAttempt.id)?.send({ type: 'cancel', attemptId: res.runningAttempt.id, reason: `cancelled by ${p.user}` });
-      bus.notify(res.task.id);
       return { task: taskJson(res.task) };
     },
   );
@@ -88,8 +87,6 @@ export function taskRoutes(app: FastifyInstance, ctx: AppContext): void {
       const p = user(req);
       ownedTask(await store.getTask(req.params.id), req.params.id, p);
       const task = await store.retryTask(req.params.id, `user:${p.user}`, clock.now());
-      scheduler.kick();
-      bus.notify(task.id);
       return { task: taskJson(task) };
     },
   );

@@ -127,6 +127,17 @@ CREATE TABLE workers (
 );
 `,
   },
+  {
+    version: 2,
+    name: 'leaders: leases for singleton duties',
+    sql: `
+CREATE TABLE leaders (
+  name        TEXT PRIMARY KEY,
+  holder      TEXT NOT NULL,
+  expires_at  INTEGER NOT NULL
+);
+`,
+  },
 ];
 
 /** The schema version this code writes. */

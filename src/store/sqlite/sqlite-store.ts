@@ -28,6 +28,7 @@ import type {
   NewLogChunk,
   ReportCheck,
   Store,
+  StoreSignal,
   TaskFilter,
   TaskPage,
   TokenRecord,
@@ -80,6 +81,10 @@ type Stmt = Database.Statement<unknown[], unknown>;
 export class SqliteStore implements Store {
   private readonly statements = new Map<string, Stmt>();
   private readonly pending: Array<{ fn: () => unknown; resolve: (v: unknown) => void; reject: (e: unknown) => void }> = [];
+  private readonly listeners = new Set<(s: StoreSignal) => void>();
+  /** Signals of the write running now; kept only if it commits. */
+  private opSignals: StoreSignal[] = [];
+  readonly capabilities = { multiServer: false } as const;
 
   /** The connection; exposed for diagnostics and tests, not for callers to write through. */
   constructor(readonly db: Database.Database) {}
@@ -128,13 +133,16 @@ export class SqliteStore implements Store {
     const batch = this.pending.splice(0);
     if (batch.length === 0) return;
     const results: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }> = [];
+    const signals: StoreSignal[] = [];
     try {
       if (!this.db.open) throw new Error('the store is closed');
       this.db
         .transaction(() => {
           for (const op of batch) {
+            this.opSignals = [];
             try {
               results.push({ ok: true, value: this.db.transaction(op.fn)() });
+              signals.push(...this.opSignals);
             } catch (error) {
               results.push({ ok: false, error });
             }
@@ -151,6 +159,48 @@ export class SqliteStore implements Store {
       const r = results[i]!;
       if (r.ok) op.resolve(r.value);
       else op.reject(mapSqliteError(r.error));
+    });
+    this.emit(signals);
+  }
+
+  /** Called inside a write: the signals go out after its commit, or never. */
+  private signal(...s: StoreSignal[]): void {
+    this.opSignals.push(...s);
+  }
+
+  private emit(signals: StoreSignal[]): void {
+    if (signals.length === 0 || this.listeners.size === 0) return;
+    // Coalesce the batch: one wake, and one `task` per task, are enough for a listener.
+    const seen = new Set<string>();
+    for (const sig of signals) {
+      const key = sig.kind === 'wake' ? 'wake' : sig.kind === 'task' ? `t:${sig.taskId}` : `c:${sig.attemptId}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      for (const l of this.listeners) {
+        try {
+          l(sig);
+        } catch {
+          // A listener's failure must not undo or block a committed write's other listeners.
+        }
+      }
+    }
+  }
+
+  onSignal(listener: (signal: StoreSignal) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** The lease row is taken or renewed in one statement whose WHERE makes it exclusive (see Store). */
+  async acquireLeadership(name: string, holder: string, now: number, ttlMs: number): Promise<boolean> {
+    return this.write(() => {
+      const row = this.q(
+        `INSERT INTO leaders (name, holder, expires_at) VALUES (@name, @holder, @expires)
+         ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
+         WHERE leaders.holder = excluded.holder OR leaders.expires_at < @now
+         RETURNING holder`,
+      ).get({ name, holder, expires: now + ttlMs, now });
+      return row !== undefined;
     });
   }
 
@@ -272,6 +322,7 @@ export class SqliteStore implements Store {
       }
       this.addEvent(id, null, 'ready', 'submitted', actor, now, null);
       this.addEvent(id, 'ready', 'waiting', 'released', actor, now, null);
+      this.signal({ kind: 'wake' }, { kind: 'task', taskId: id });
       return taskFromRow(row);
     });
   }
@@ -369,6 +420,7 @@ export class SqliteStore implements Store {
       ).get(claimed.id, number, workerId, now, now + leaseMs) as AttemptRow;
       const task = this.q('UPDATE tasks SET attempts = ?, current_attempt_id = ? WHERE id = ? RETURNING *').get(number, attempt.id, claimed.id) as TaskRow;
       this.addEvent(task.id, 'waiting', 'running', 'claimed', SCHEDULER_ACTOR, now, { attemptId: attempt.id, attempt: number, workerId });
+      this.signal({ kind: 'task', taskId: task.id });
       return { task: taskFromRow(task), attempt: attemptFromRow(attempt) };
     });
   }
@@ -422,6 +474,8 @@ export class SqliteStore implements Store {
       if (plan.event) {
         this.addEvent(taskRow.id, plan.event.from, plan.event.to, plan.event.reason, actor, now, { attemptId, ...plan.event.detail });
       }
+      this.signal({ kind: 'task', taskId: taskRow.id });
+      if (plan.state === 'waiting') this.signal({ kind: 'wake' });
       return { task: taskFromRow(task), attempt: attemptFromRow(attempt) };
     });
   }
@@ -469,6 +523,7 @@ export class SqliteStore implements Store {
         assertTransition('retrying', 'waiting', 'backoff_elapsed');
         promote.run(now, t.id);
         this.addEvent(t.id, 'retrying', 'waiting', 'backoff_elapsed', SCHEDULER_ACTOR, now, { runAfter: t.run_after });
+        this.signal({ kind: 'wake' }, { kind: 'task', taskId: t.id });
       }
       return due.map((t) => t.id);
     });
@@ -496,6 +551,8 @@ export class SqliteStore implements Store {
           : undefined;
       const task = this.q("UPDATE tasks SET state = 'cancelled', run_after = NULL, updated_at = ? WHERE id = ? RETURNING *").get(now, id) as TaskRow;
       this.addEvent(id, from, 'cancelled', 'cancel_requested', actor, now, running ? { attemptId: running.id } : null);
+      this.signal({ kind: 'task', taskId: id });
+      if (running) this.signal({ kind: 'cancel', taskId: id, attemptId: running.id });
       return { task: taskFromRow(task), runningAttempt: running ? attemptFromRow(running) : null };
     });
   }
@@ -527,6 +584,7 @@ export class SqliteStore implements Store {
       const detail: Record<string, unknown> = { previousResult: row.result === null ? null : (JSON.parse(row.result) as unknown) };
       if (superseded !== null) detail.supersededAttemptId = superseded;
       this.addEvent(id, from, 'waiting', 'manual_retry', actor, now, detail);
+      this.signal({ kind: 'wake' }, { kind: 'task', taskId: id });
       return taskFromRow(task);
     });
   }
@@ -543,6 +601,7 @@ export class SqliteStore implements Store {
          ON CONFLICT (task_id, attempt, seq) DO NOTHING`,
       );
       for (const ch of chunks) insert.run(c.attempt.task_id, c.attempt.number, ch.seq, ch.stream, now, ch.data);
+      this.signal({ kind: 'task', taskId: c.attempt.task_id });
       return true;
     });
   }
