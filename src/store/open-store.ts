@@ -19,10 +19,26 @@ export function parseDbUrl(db: string, field = 'db'): DbUrl {
   throw new InvalidInputError(field, `"${db}" is not a database URL: use sqlite:PATH or postgres://USER@HOST/DB`);
 }
 
-export async function openStore(db: string): Promise<Store> {
+export interface OpenStoreOptions {
+  /** PostgreSQL: connections in the pool. */
+  poolSize?: number;
+}
+
+/** Opens and migrates the store. The PostgreSQL driver is loaded only when asked for. */
+export async function openStore(db: string, opts: OpenStoreOptions = {}): Promise<Store> {
   const u = parseDbUrl(db);
-  if (u.kind === 'postgres') throw new InvalidInputError('db', 'the PostgreSQL store is not available in this version yet; use sqlite:PATH');
-  const store = openSqliteStore(u.path);
-  await store.migrate();
+  let store: Store;
+  if (u.kind === 'postgres') {
+    const { openPostgresStore } = await import('./postgres/postgres-store.js');
+    store = openPostgresStore(u.url, { poolSize: opts.poolSize, applicationName: 'drover-server' });
+  } else {
+    store = openSqliteStore(u.path);
+  }
+  try {
+    await store.migrate();
+  } catch (err) {
+    await store.close().catch(() => {});
+    throw err;
+  }
   return store;
 }

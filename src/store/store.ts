@@ -80,8 +80,10 @@ export interface NewLogChunk {
 
 /**
  * What the store tells every server attached to it, after the change is
- * committed. PostgreSQL: NOTIFY inside the changing transaction (delivered on
- * commit to every LISTENing server, this one included). SQLite: emitted in
+ * committed. PostgreSQL: NOTIFY to every LISTENing server, this one included;
+ * `cancel` inside the changing transaction (sent if and only if it commits),
+ * the frequent hints `wake` and `task` right after the commit (a crash in
+ * between loses the hint; the one-second sweeps cover it). SQLite: emitted in
  * this process after the commit (one server per file).
  */
 export type StoreSignal =
@@ -95,6 +97,12 @@ export type StoreSignal =
 export interface StoreCapabilities {
   /** Several servers may share this store (PostgreSQL); false for SQLite (one server per file). */
   multiServer: boolean;
+  /**
+   * Writes requested together share one transaction (SQLite's group commit), so
+   * issuing many claims at once costs about one commit. False: each write is its
+   * own transaction and round trips (PostgreSQL).
+   */
+  groupCommit: boolean;
 }
 
 export interface Store {

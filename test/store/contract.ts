@@ -256,6 +256,17 @@ export function runStoreContract(name: string, open: () => Promise<Store>): void
         assert.deepEqual((await store.listTasks({ namePrefix: 'zzz', limit: 10 })).tasks, []);
       });
 
+      it('filters by name prefix with a backslash (an escape character in LIKE) taken literally', async () => {
+        const back = await submit({ name: 'dir\\sub\\%job' });
+        await submit({ name: 'dir-sub' });
+        await submit({ name: 'dirXsub' });
+        const ids = async (namePrefix: string) => (await store.listTasks({ namePrefix, limit: 10 })).tasks.map((t) => t.id);
+        assert.deepEqual(await ids('dir\\'), [back.id]);
+        assert.deepEqual(await ids('dir\\sub\\%'), [back.id]);
+        assert.deepEqual(await ids('dir\\sub\\_'), []);
+        assert.deepEqual(await ids('dir\\\\'), []);
+      });
+
       it('filters by created range: createdAfter inclusive, createdBefore exclusive', async () => {
         const t = [];
         for (let i = 0; i < 5; i++) t.push(await submit({ now: T0 + i * 10 }));

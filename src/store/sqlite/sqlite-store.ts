@@ -84,7 +84,7 @@ export class SqliteStore implements Store {
   private readonly listeners = new Set<(s: StoreSignal) => void>();
   /** Signals of the write running now; kept only if it commits. */
   private opSignals: StoreSignal[] = [];
-  readonly capabilities = { multiServer: false } as const;
+  readonly capabilities = { multiServer: false, groupCommit: true } as const;
 
   /** The connection; exposed for diagnostics and tests, not for callers to write through. */
   constructor(readonly db: Database.Database) {}

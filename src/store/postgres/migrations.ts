@@ -1,0 +1,161 @@
+/**
+ * Schema history of the PostgreSQL store. Same rules as sqlite/migrations.ts:
+ * append only, numbered, and version N here means the same tables, columns and
+ * semantics as version N there. `migrate()` applies the entries newer than the
+ * database's version in one transaction (PostgreSQL DDL is transactional) under
+ * an advisory lock, so several servers starting together migrate once, and
+ * refuses a database whose version is newer than the last entry here.
+ *
+ * Types:
+ *   - times are epoch milliseconds in BIGINT, passed in by the caller (never now());
+ *   - ids: task ids are ULID text in the "C" collation, so ORDER BY id and the
+ *     keyset cursor compare bytes exactly as SQLite's BINARY does; attempt, event
+ *     and log ids are BIGSERIAL (never reused; the attempt id is the fencing token);
+ *   - JSON columns are TEXT holding JSON.stringify output, as in SQLite: the value
+ *     round-trips exactly (key order included), and "\u0000" escapes are allowed;
+ *   - log data is BYTEA.
+ * Names, owners and ids use COLLATE "C" so that ordering, equality and the
+ * LIKE prefix filter (which can then use a plain b-tree) are byte-wise and do
+ * not depend on the database's locale.
+ */
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'initial schema',
+    sql: `
+CREATE TABLE tokens (
+  id            TEXT COLLATE "C" PRIMARY KEY,
+  name          TEXT NOT NULL,
+  "user"        TEXT NOT NULL,
+  role          TEXT NOT NULL CHECK (role IN ('admin', 'user', 'worker')),
+  secret_hash   TEXT NOT NULL UNIQUE,
+  created_at    BIGINT NOT NULL,
+  revoked_at    BIGINT,
+  last_used_at  BIGINT
+);
+
+CREATE TABLE tasks (
+  id                   TEXT COLLATE "C" PRIMARY KEY,
+  owner                TEXT COLLATE "C" NOT NULL,
+  name                 TEXT COLLATE "C" NOT NULL,
+  kind                 TEXT NOT NULL,
+  state                TEXT NOT NULL CHECK (state IN ('ready', 'waiting', 'running', 'retrying', 'succeeded', 'failed', 'cancelled')),
+  command              TEXT,
+  args                 TEXT NOT NULL,
+  script               TEXT,
+  interpreter          TEXT NOT NULL,
+  env                  TEXT NOT NULL,
+  timeout_ms           BIGINT,
+  max_retries          INTEGER NOT NULL,
+  retry_base_delay_ms  BIGINT NOT NULL,
+  retry_factor         DOUBLE PRECISION NOT NULL,
+  retry_max_delay_ms   BIGINT NOT NULL,
+  priority             INTEGER NOT NULL,
+  labels               TEXT NOT NULL,
+  attempts             INTEGER NOT NULL DEFAULT 0,
+  retries_used         INTEGER NOT NULL DEFAULT 0,
+  lost_count           INTEGER NOT NULL DEFAULT 0,
+  run_after            BIGINT,
+  current_attempt_id   BIGINT,
+  result               TEXT,
+  created_at           BIGINT NOT NULL,
+  updated_at           BIGINT NOT NULL
+);
+-- Listing (newest first = id DESC) with each filter.
+CREATE INDEX tasks_state_id ON tasks (state, id);
+CREATE INDEX tasks_owner_id ON tasks (owner, id);
+CREATE INDEX tasks_name ON tasks (name);
+CREATE INDEX tasks_created_at ON tasks (created_at);
+-- The queue: claimNext reads the head of this index (partial: only waiting rows are in it).
+CREATE INDEX tasks_queue ON tasks (priority DESC, id ASC) WHERE state = 'waiting';
+-- promoteDue / nextDueAt: the retrying tasks in run_after order.
+CREATE INDEX tasks_due ON tasks (run_after, id) WHERE state = 'retrying';
+
+-- BIGSERIAL: an id is never reused, because the id is also the attempt's fencing
+-- token and a newer attempt must have a larger one.
+CREATE TABLE attempts (
+  id                BIGSERIAL PRIMARY KEY,
+  task_id           TEXT COLLATE "C" NOT NULL REFERENCES tasks(id),
+  number            INTEGER NOT NULL,
+  worker_id         TEXT NOT NULL,
+  state             TEXT NOT NULL CHECK (state IN ('running', 'succeeded', 'failed', 'timed_out', 'cancelled', 'lost')),
+  started_at        BIGINT NOT NULL,
+  ended_at          BIGINT,
+  lease_expires_at  BIGINT NOT NULL,
+  exit_code         INTEGER,
+  signal            TEXT,
+  error             TEXT,
+  duration_ms       BIGINT,
+  UNIQUE (task_id, number)
+);
+-- The lease sweeper (expiredAttempts); only running attempts have a live lease.
+CREATE INDEX attempts_running_lease ON attempts (lease_expires_at, id) WHERE state = 'running';
+-- tasks and attempts reference each other; the second reference is added once both exist.
+ALTER TABLE tasks ADD CONSTRAINT tasks_current_attempt_fk FOREIGN KEY (current_attempt_id) REFERENCES attempts(id);
+
+CREATE TABLE task_events (
+  id          BIGSERIAL PRIMARY KEY,
+  task_id     TEXT COLLATE "C" NOT NULL REFERENCES tasks(id),
+  from_state  TEXT,
+  to_state    TEXT NOT NULL,
+  reason      TEXT NOT NULL,
+  actor       TEXT NOT NULL,
+  at          BIGINT NOT NULL,
+  detail      TEXT
+);
+CREATE INDEX task_events_task_id ON task_events (task_id, id);
+
+-- id is the follow cursor of a task's log across attempts. Appends to one attempt
+-- are serialized by a lock on its row (see appendLogs), so within a task ids are
+-- assigned and committed in the same order and a follower never skips a chunk.
+CREATE TABLE log_chunks (
+  id       BIGSERIAL PRIMARY KEY,
+  task_id  TEXT COLLATE "C" NOT NULL REFERENCES tasks(id),
+  attempt  INTEGER NOT NULL,
+  seq      INTEGER NOT NULL,
+  stream   TEXT NOT NULL CHECK (stream IN ('stdout', 'stderr')),
+  at       BIGINT NOT NULL,
+  data     BYTEA NOT NULL
+);
+CREATE INDEX log_chunks_task_id ON log_chunks (task_id, id);
+-- An agent re-sends unacknowledged chunks after a reconnect; this makes the resend a no-op.
+CREATE UNIQUE INDEX log_chunks_task_attempt_seq ON log_chunks (task_id, attempt, seq);
+
+CREATE TABLE workers (
+  id            TEXT COLLATE "C" PRIMARY KEY,
+  hostname      TEXT NOT NULL,
+  slots         INTEGER NOT NULL,
+  labels        TEXT NOT NULL,
+  connected_at  BIGINT NOT NULL,
+  last_seen_at  BIGINT NOT NULL,
+  state         TEXT NOT NULL CHECK (state IN ('connected', 'disconnected'))
+);
+`,
+  },
+  {
+    version: 2,
+    name: 'leaders: leases for singleton duties',
+    sql: `
+CREATE TABLE leaders (
+  name        TEXT PRIMARY KEY,
+  holder      TEXT NOT NULL,
+  expires_at  BIGINT NOT NULL
+);
+`,
+  },
+];
+
+/** The schema version this code writes. */
+export const LATEST_SCHEMA_VERSION: number = MIGRATIONS.reduce((v, m) => Math.max(v, m.version), 0);
+
+/**
+ * Advisory lock key (two int4 halves) that serializes migrate() across every
+ * process attached to the database: 0x44524f56 is "DROV", 1 is "migrate".
+ */
+export const MIGRATION_LOCK: readonly [number, number] = [0x44524f56, 1];

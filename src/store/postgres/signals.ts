@@ -1,0 +1,202 @@
+/**
+ * StoreSignals over PostgreSQL LISTEN/NOTIFY.
+ *
+ * Sending: each write collects its signals and issues
+ * `SELECT pg_notify('drover_signals', payload)`: for `cancel` inside its own
+ * transaction just before COMMIT (delivered only if it commits), for the
+ * hints right after the COMMIT (db.ts explains the trade). PostgreSQL delivers
+ * to every session LISTENing on the channel (this server's included).
+ *
+ * Receiving: one dedicated connection (not from the pool, which recycles its
+ * clients) runs `LISTEN drover_signals` and hands each parsed payload to the
+ * listeners. If that connection fails or ends (PostgreSQL restarted, the
+ * backend was terminated, the network broke), it is reopened with backoff,
+ * 100 ms doubling to 5 s, and LISTEN is issued again; then a synthetic
+ * `{ kind: 'wake' }` goes to the listeners, because notifications sent while
+ * it was down are lost (likewise when the very first LISTEN needed retries). A periodic `SELECT 1` on the connection notices a
+ * connection that died without closing (no FIN, e.g. a network partition).
+ */
+import pg from 'pg';
+import type { StoreSignal } from '../store.js';
+import { signalFromPayload } from './rows.js';
+
+export const SIGNAL_CHANNEL = 'drover_signals';
+
+const BACKOFF_FIRST_MS = 100;
+const BACKOFF_MAX_MS = 5_000;
+
+export interface SignalHubOptions {
+  /** Connection settings for the LISTEN client (the pool's, minus pool-only ones). */
+  client: pg.ClientConfig;
+  /** How often the idle LISTEN connection is checked with `SELECT 1`. */
+  pingMs?: number;
+  onError?: (err: unknown) => void;
+}
+
+export class SignalHub {
+  private readonly listeners = new Set<(s: StoreSignal) => void>();
+  private client: pg.Client | null = null;
+  private started = false;
+  private closed = false;
+  /** Connection attempts since the last successful LISTEN, the current one included: above 1, notifications may have been missed. */
+  private attempts = 0;
+  private backoffMs = BACKOFF_FIRST_MS;
+  private retryTimer: NodeJS.Timeout | null = null;
+  private pingTimer: NodeJS.Timeout | null = null;
+  private pinging = false;
+  /** Settles when the first connection attempt has succeeded or failed. */
+  private firstAttempt: Promise<void> = Promise.resolve();
+  private listeningWaiters: Array<() => void> = [];
+  /** Queries on the LISTEN connection run one after another. */
+  private queue: Promise<void> = Promise.resolve();
+
+  constructor(private readonly opts: SignalHubOptions) {}
+
+  /**
+   * Runs a NOTIFY statement on the LISTEN connection when it is up: it is
+   * otherwise idle, so hints never wait for a pool connection behind the
+   * writers. False when it is not connected (the caller uses the pool).
+   */
+  notifyVia(sql: string, params: unknown[]): boolean {
+    const client = this.client;
+    if (!client || !this.listening || this.closed) return false;
+    // One query at a time on this connection (pg 9 drops implicit queueing): chain them.
+    this.queue = this.queue.then(() =>
+      client.query(sql, params).then(
+        () => {},
+        () => {
+          // Covered by the sweeps; a broken connection is noticed by its own error handler.
+        },
+      ),
+    );
+    return true;
+  }
+
+  subscribe(listener: (s: StoreSignal) => void): () => void {
+    this.listeners.add(listener);
+    this.start();
+    return () => {
+      this.listeners.delete(listener);
+    };
+  }
+
+  /** True while the LISTEN connection is up. */
+  get listening(): boolean {
+    return this.client !== null && this.pingTimer !== null;
+  }
+
+  /**
+   * Resolves once the first LISTEN attempt has settled (succeeded or failed).
+   * Writes await this, so that a listener registered just before a write is
+   * LISTENing when the write's NOTIFY commits; it never blocks once settled.
+   */
+  firstAttemptSettled(): Promise<void> {
+    return this.firstAttempt;
+  }
+
+  /** Resolves when LISTEN is active (now, or after the next successful (re)connect). */
+  whenListening(): Promise<void> {
+    if (this.listening || this.closed) return Promise.resolve();
+    this.start();
+    return new Promise((resolve) => this.listeningWaiters.push(resolve));
+  }
+
+  private start(): void {
+    if (this.started || this.closed) return;
+    this.started = true;
+    this.firstAttempt = this.connect();
+  }
+
+  private async connect(): Promise<void> {
+    this.retryTimer = null;
+    if (this.closed) return;
+    this.attempts++;
+    const client = new pg.Client(this.opts.client);
+    this.client = client;
+    client.on('error', (e) => this.lost(client, e));
+    client.on('end', () => this.lost(client, new Error('the LISTEN connection ended')));
+    client.on('notification', (n) => {
+      if (n.channel !== SIGNAL_CHANNEL) return;
+      const sig = signalFromPayload(n.payload);
+      if (sig) this.dispatch(sig);
+    });
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${SIGNAL_CHANNEL}`);
+    } catch (e) {
+      this.lost(client, e);
+      return;
+    }
+    if (this.client !== client) {
+      // Lost or closed meanwhile: this client is not ours any more.
+      client.end().catch(() => {});
+      return;
+    }
+    const missedSome = this.attempts > 1;
+    this.attempts = 1;
+    this.backoffMs = BACKOFF_FIRST_MS;
+    this.pinging = false;
+    this.pingTimer = setInterval(() => this.ping(client), this.opts.pingMs ?? 30_000);
+    this.pingTimer.unref();
+    for (const w of this.listeningWaiters.splice(0)) w();
+    // Whatever was notified while the connection was down is lost: make everyone re-read.
+    if (missedSome) this.dispatch({ kind: 'wake' });
+  }
+
+  private ping(client: pg.Client): void {
+    if (this.pinging) return; // the previous one is still out (its query_timeout ends it)
+    this.pinging = true;
+    this.queue = this.queue
+      .then(() => client.query('SELECT 1'))
+      .then(() => {}, (e: unknown) => this.lost(client, e))
+      .finally(() => {
+        if (this.client === client) this.pinging = false;
+      });
+  }
+
+  /** The connection `client` failed: drop it and, unless closed, reconnect after the backoff. */
+  private lost(client: pg.Client, err: unknown): void {
+    if (this.client !== client) return;
+    this.client = null;
+    if (this.pingTimer) clearInterval(this.pingTimer);
+    this.pingTimer = null;
+    client.removeAllListeners();
+    client.on('error', () => {}); // a late error from the dead connection must not crash the process
+    client.end().catch(() => {});
+    if (this.closed) return;
+    this.opts.onError?.(err);
+    const delay = this.backoffMs;
+    this.backoffMs = Math.min(this.backoffMs * 2, BACKOFF_MAX_MS);
+    this.retryTimer = setTimeout(() => void this.connect(), delay);
+    this.retryTimer.unref();
+  }
+
+  private dispatch(sig: StoreSignal): void {
+    for (const l of [...this.listeners]) {
+      try {
+        l(sig);
+      } catch {
+        // A listener's failure must not keep the signal from the others.
+      }
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    if (this.pingTimer) clearInterval(this.pingTimer);
+    this.retryTimer = null;
+    this.pingTimer = null;
+    for (const w of this.listeningWaiters.splice(0)) w();
+    const client = this.client;
+    this.client = null;
+    this.listeners.clear();
+    if (client) {
+      client.removeAllListeners();
+      client.on('error', () => {});
+      // end() waits for the server to close the socket; do not let a dead network hold close() up.
+      await Promise.race([client.end().catch(() => {}), new Promise<void>((r) => setTimeout(r, 1000).unref())]);
+    }
+  }
+}
