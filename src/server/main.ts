@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import pino from 'pino';
 import { systemClock, type Clock } from '../core/clock.js';
+import { ConflictError } from '../core/errors.js';
 import { DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS } from '../core/protocol.js';
 import { openStore } from '../store/open-store.js';
 import type { Role, Store } from '../store/store.js';
@@ -22,6 +23,8 @@ export interface ServerOptions {
   /** Used as the first admin token's secret when the store has no token (DROVER_ADMIN_TOKEN). */
   adminToken?: string;
   logLevel?: string;
+  /** PostgreSQL connection pool size. */
+  dbPoolSize?: number;
   heartbeatMs?: number;
   leaseMs?: number;
   sweepMs?: number;
@@ -43,13 +46,20 @@ export interface RunningServer {
 export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const clock = opts.clock ?? systemClock;
   const log = pino({ level: opts.logLevel ?? 'info', base: { svc: 'drover-server' } }, pino.destination(2));
-  const store = await openStore(opts.db);
+  const store = await openStore(opts.db, { poolSize: opts.dbPoolSize });
   const tokens = tokenService(store, () => clock.now());
 
   let createdAdminSecret: string | null = null;
   if ((await store.countTokens()) === 0) {
-    const made = await tokens.create('admin', 'admin', 'admin', opts.adminToken || undefined);
-    if (!opts.adminToken) createdAdminSecret = made.secret;
+    try {
+      const made = await tokens.create('admin', 'admin', 'admin', opts.adminToken || undefined);
+      if (!opts.adminToken) createdAdminSecret = made.secret;
+    } catch (err) {
+      // Several servers starting together on an empty database with the same
+      // DROVER_ADMIN_TOKEN: the token's id is derived from the secret, so the
+      // others find it already made. That is the outcome they wanted.
+      if (!(err instanceof ConflictError)) throw err;
+    }
   }
 
   const bus = new TaskBus();

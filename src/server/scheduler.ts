@@ -140,21 +140,27 @@ export class Scheduler {
   }
 
   /**
-   * Fill free slots. Each claim is one atomic store call; the claims of one
-   * round are issued together so the store can commit them in one group
-   * (see SqliteStore.write). Slots are taken round-robin, most free first, so
-   * a short queue spreads over the workers. A round that found fewer waiting
-   * tasks than it asked for ends the pass.
+   * Fill free slots. Each claim is one atomic store call. Slots are taken
+   * round-robin, most free first, so a short queue spreads over the workers.
+   *
+   * How many claims a round issues at once: on a store with group commit
+   * (SQLite) a whole round shares one transaction, so it asks for every free
+   * slot. Elsewhere (PostgreSQL) each claim is its own transaction, and asking
+   * for 32 slots when one task was submitted would cost 31 empty claims; so a
+   * pass starts with one claim and doubles the round while every claim of the
+   * last round found a task. A round that finds fewer tasks than it asked for
+   * ends the pass.
    */
   private async dispatchPass(): Promise<void> {
+    let roundSize = this.store.capabilities.groupCommit ? MAX_CLAIMS_PER_ROUND : 1;
     for (;;) {
       const free = new Map<WorkerLink, number>();
       for (const l of this.links.values()) if (l.slots > l.running.size) free.set(l, l.slots - l.running.size);
       const order: WorkerLink[] = [];
       const byFree = [...free.entries()].sort((a, b) => b[1] - a[1]);
-      for (let round = 0; order.length < MAX_CLAIMS_PER_ROUND; round++) {
+      for (let round = 0; order.length < roundSize; round++) {
         const before = order.length;
-        for (const [l, n] of byFree) if (n > round && order.length < MAX_CLAIMS_PER_ROUND) order.push(l);
+        for (const [l, n] of byFree) if (n > round && order.length < roundSize) order.push(l);
         if (order.length === before) break;
       }
       if (order.length === 0) return;
@@ -174,6 +180,7 @@ export class Scheduler {
         }
       }
       if (got < order.length) return;
+      roundSize = Math.min(MAX_CLAIMS_PER_ROUND, roundSize * 2);
     }
   }
 

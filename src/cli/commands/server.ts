@@ -9,7 +9,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { Command } from 'commander';
 import { onShutdown } from '../signals.js';
-import { parseDbUrl, parsePort } from '../parse.js';
+import { parseDbUrl, parseDurationFlag, parseIntFlag, parsePort } from '../parse.js';
 import { UsageError } from '../usage-error.js';
 import { listenError } from '../listen-error.js';
 
@@ -20,6 +20,9 @@ interface ServerFlags {
   host: string;
   port: string;
   logLevel: string;
+  heartbeat: string;
+  lease: string;
+  dbPool: string;
 }
 
 /** The file path of a `sqlite:PATH` URL, or null for postgres and in-memory databases. */
@@ -43,6 +46,9 @@ export function serverCommand(): Command {
     .option('--host <host>', 'address to listen on', '127.0.0.1')
     .option('--port <port>', 'port to listen on, 0..65535 (0 = any free port)', '7070')
     .option('--log-level <level>', 'server log level on stderr (fatal, error, warn, info, debug)', 'info')
+    .option('--heartbeat <duration>', 'how often workers heartbeat', '5s')
+    .option('--lease <duration>', 'a worker silent this long is lost; its attempts are requeued (must exceed --heartbeat)', '15s')
+    .option('--db-pool <n>', 'PostgreSQL: connections in the pool, 1..200', '10')
     .addHelpText(
       'after',
       '\nOn an empty database the server creates the first admin token: its secret is\n' +
@@ -52,6 +58,11 @@ export function serverCommand(): Command {
       const dbFlag = flags.db !== undefined ? '--db' : 'DROVER_DB';
       const db = parseDbUrl(dbFlag, flags.db ?? (process.env.DROVER_DB || DEFAULT_DB));
       const port = parsePort('--port', flags.port);
+      const heartbeatMs = parseDurationFlag('--heartbeat', flags.heartbeat, 3_600_000);
+      const leaseMs = parseDurationFlag('--lease', flags.lease, 24 * 3_600_000);
+      if (heartbeatMs < 10) throw new UsageError(`invalid --heartbeat "${flags.heartbeat}": must be at least 10ms`);
+      if (leaseMs <= heartbeatMs) throw new UsageError(`invalid --lease "${flags.lease}": must be longer than --heartbeat (${flags.heartbeat})`);
+      const dbPool = parseIntFlag('--db-pool', flags.dbPool, 1, 200);
       if (!flags.host.trim()) throw new UsageError('invalid --host "": expected an address such as 127.0.0.1 or 0.0.0.0');
       ensureSqliteDir(db);
 
@@ -61,6 +72,9 @@ export function serverCommand(): Command {
         host: flags.host,
         port,
         logLevel: flags.logLevel,
+        heartbeatMs,
+        leaseMs,
+        dbPoolSize: dbPool,
         ...(process.env.DROVER_ADMIN_TOKEN ? { adminToken: process.env.DROVER_ADMIN_TOKEN } : {}),
       }).catch((err: unknown) => {
         throw listenError(err, flags.host, port, 'is another Drover server running?');

@@ -21,12 +21,15 @@ const WorkerSchema = Type.Object({
 export function workerRoutes(app: FastifyInstance, ctx: AppContext): void {
   app.get('/v1/workers', { schema: { tags: ['workers'], summary: 'List workers', response: { 200: Type.Object({ workers: Type.Array(WorkerSchema) }), 401: ErrorSchema, 403: ErrorSchema } } }, async (req) => {
     requireRole(req, 'admin');
+    // Connected here, or (several servers) connected elsewhere and heard from within the lease.
     const live = new Map(ctx.scheduler.workers().map((l) => [l.workerId, l.running.size]));
     const rows = await ctx.store.listWorkers();
+    const now = ctx.clock.now();
+    const connected = (w: (typeof rows)[number]) => live.has(w.id) || (w.state === 'connected' && now - w.lastSeenAt < ctx.scheduler.opts.leaseMs);
     return {
       workers: rows.map((w) => ({
         ...w,
-        state: live.has(w.id) ? 'connected' : 'disconnected',
+        state: connected(w) ? 'connected' : 'disconnected',
         connectedAt: new Date(w.connectedAt).toISOString(),
         lastSeenAt: new Date(w.lastSeenAt).toISOString(),
         running: live.get(w.id) ?? 0,
