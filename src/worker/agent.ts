@@ -31,11 +31,13 @@ import { DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS, PROTOCOL_VERSION, type AgentMes
 import { Connection } from './connection.js';
 import { HeldAttempt, type HeldRunnerOptions } from './held-attempt.js';
 import { silentLogger, type Logger } from './logger.js';
+import { EXECUTORS, isExecutor, type Executor } from './noop-executor.js';
 import type { AttemptResult } from './process-runner.js';
 import type { BackoffOptions } from './reconnect-backoff.js';
 
 export type { Logger } from './logger.js';
 export type { AttemptResult } from './process-runner.js';
+export type { Executor } from './noop-executor.js';
 
 export interface AgentOptions {
   /** Base URLs, e.g. ['http://127.0.0.1:7070']; tried in turn. */
@@ -47,8 +49,14 @@ export interface AgentOptions {
   labels?: Record<string, string>;
   /** Default `${hostname}-${6 random hex}`. */
   workerId?: string;
-  /** Parent of the per-attempt work directories (created if missing). */
+  /** Parent of the per-attempt work directories (created if missing; unused by the noop executor). */
   workDir: string;
+  /**
+   * What runs an assigned attempt. 'process' (default): the task's command or
+   * script, in its own process group. 'noop': nothing; the attempt succeeds at
+   * once (benchmarks and tests of the control plane; see noop-executor.ts).
+   */
+  executor?: Executor;
   /** SIGTERM → SIGKILL grace. Default 5000. */
   killGraceMs?: number;
   /** Pino-compatible. Default: silent. */
@@ -70,7 +78,7 @@ export interface Agent {
 /** Resolves once the first connection got `welcome`; rejects after `startTimeoutMs` without one. */
 export async function startAgent(opts: AgentOptions): Promise<Agent> {
   // A work dir that cannot be created is a configuration error: say so now, not at the first attempt.
-  await mkdir(opts.workDir, { recursive: true });
+  if ((opts.executor ?? 'process') === 'process') await mkdir(opts.workDir, { recursive: true });
   const agent = new WorkerAgent(opts);
   try {
     await agent.waitWelcome(opts.startTimeoutMs ?? 10_000);
@@ -99,9 +107,10 @@ class WorkerAgent implements Agent {
   constructor(private readonly opts: AgentOptions) {
     if (!Number.isInteger(opts.slots) || opts.slots < 1) throw new RangeError('slots must be a positive integer');
     if (!opts.token) throw new Error('a worker token is required');
+    if (opts.executor !== undefined && !isExecutor(opts.executor)) throw new RangeError(`executor must be one of ${EXECUTORS.join(', ')}`);
     this.log = opts.logger ?? silentLogger;
     this.workerId = opts.workerId ?? `${os.hostname()}-${randomBytes(3).toString('hex')}`;
-    this.runner = { workDir: opts.workDir, killGraceMs: opts.killGraceMs ?? 5_000, logger: this.log };
+    this.runner = { workDir: opts.workDir, killGraceMs: opts.killGraceMs ?? 5_000, logger: this.log, executor: opts.executor ?? 'process' };
     this.conn = new Connection(
       { servers: opts.servers, token: opts.token, logger: this.log, backoff: opts.backoff },
       {

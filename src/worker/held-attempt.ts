@@ -15,12 +15,17 @@
  *   more. The agent drops it once its process has ended.
  */
 import type { AgentMessage, AssignedAttempt } from '../core/protocol.js';
+import { runNoop, type Executor } from './noop-executor.js';
 import { runAttempt, type AttemptResult, type AttemptRun, type RunnerOptions } from './process-runner.js';
 
-export type HeldRunnerOptions = Omit<RunnerOptions, 'onStarted' | 'onOutput'>;
+/** `executor`: what runs the attempt; default 'process' (see noop-executor.ts for 'noop'). */
+export type HeldRunnerOptions = Omit<RunnerOptions, 'onStarted' | 'onOutput'> & { executor?: Executor };
+
+/** What HeldAttempt and the agent use of a run, whichever executor made it. */
+export type Execution = Pick<AttemptRun, 'pump' | 'result' | 'pid' | 'kill'>;
 
 export class HeldAttempt {
-  readonly run: AttemptRun;
+  readonly run: Execution;
   /** Resolves with the outcome when the attempt has ended (never rejects). */
   readonly ended: Promise<AttemptResult>;
   result: AttemptResult | null = null;
@@ -36,8 +41,9 @@ export class HeldAttempt {
     runner: HeldRunnerOptions,
     onChange: (h: HeldAttempt) => void,
   ) {
-    this.run = runAttempt(attempt, {
-      ...runner,
+    const { executor, ...runnerOpts } = runner;
+    this.run = (executor === 'noop' ? runNoop : runAttempt)(attempt, {
+      ...runnerOpts,
       onStarted: () => {
         this.startedPending = true;
         onChange(this);

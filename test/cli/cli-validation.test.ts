@@ -37,6 +37,7 @@ const CASES: Array<{ name: string; args: string[]; stderr: RegExp; code?: number
   { name: 'server --port', args: ['server', '--port', '70000'], stderr: /^drover: invalid --port "70000": expected an integer 0\.\.65535$/ },
   { name: 'server --db', args: ['server', '--db', 'mysql://x'], stderr: /^drover: invalid --db "mysql:\/\/x": expected sqlite:PATH or postgres:\/\// },
   { name: 'worker --slots', args: ['worker', '--server', 'http://127.0.0.1:1', '--token', 't', '--slots', 'many'], stderr: /^drover: invalid --slots "many"/ },
+  { name: 'worker --executor', args: ['worker', '--server', 'http://127.0.0.1:1', '--token', 't', '--executor', 'docker'], stderr: /^drover: invalid --executor "docker": expected one of process, noop$/ },
   { name: 'worker without token', args: ['worker', '--server', 'http://127.0.0.1:1'], stderr: /^drover: missing --token/, noToken: true },
   { name: 'dev --workers', args: ['dev', '--workers', '100'], stderr: /^drover: invalid --workers "100"/ },
 ];

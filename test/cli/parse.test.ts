@@ -146,6 +146,15 @@ describe('other commands', () => {
     assert.throws(() => buildWorkerConfig({ server: ['http://a'], slots: '0', logLevel: 'info' }, 't', {}), usage(/--slots "0"/));
     assert.throws(() => buildWorkerConfig({ server: ['http://a'], id: '../x', logLevel: 'info' }, 't', {}), usage(/--id "..\/x"/));
   });
+  it('worker config: --executor', () => {
+    const base = { server: ['http://a'], logLevel: 'info' };
+    assert.equal(buildWorkerConfig(base, 't', {}).executor, 'process');
+    assert.equal(buildWorkerConfig({ ...base, executor: 'process' }, 't', {}).executor, 'process');
+    assert.equal(buildWorkerConfig({ ...base, executor: 'noop' }, 't', {}).executor, 'noop');
+    assert.throws(() => buildWorkerConfig({ ...base, executor: 'mock' }, 't', {}), usage(/^invalid --executor "mock": expected one of process, noop$/));
+    assert.throws(() => buildWorkerConfig({ ...base, executor: '' }, 't', {}), usage(/^invalid --executor "": expected one of process, noop$/));
+    assert.throws(() => buildWorkerConfig({ ...base, executor: 'NOOP' }, 't', {}), usage(/--executor "NOOP"/));
+  });
   it('dev config', () => {
     assert.deepEqual(buildDevConfig({ port: '7070', workers: '2', slots: '4', dir: './.drover', logLevel: 'warn' }, '/tmp/p'), {
       port: 7070,

@@ -14,6 +14,7 @@ import type { GlobalOptions } from '../context.js';
 import { collect, parseHttpUrl, parseIntFlag, parseKeyValues } from '../parse.js';
 import { onShutdown } from '../signals.js';
 import { UsageError } from '../usage-error.js';
+import { EXECUTORS, isExecutor, type Executor } from '../../worker/noop-executor.js';
 
 interface WorkerFlags {
   server?: string[];
@@ -21,6 +22,7 @@ interface WorkerFlags {
   label?: string[];
   workDir?: string;
   id?: string;
+  executor?: string;
   logLevel: string;
 }
 
@@ -31,6 +33,7 @@ export interface WorkerConfig {
   labels: Record<string, string>;
   workerId: string | undefined;
   workDir: string;
+  executor: Executor;
 }
 
 /** Validates the flags (and env fallbacks) into the agent's options, or throws UsageError. */
@@ -47,7 +50,9 @@ export function buildWorkerConfig(flags: WorkerFlags, globalToken: string | unde
   }
   if (flags.workDir !== undefined && !flags.workDir.trim()) throw new UsageError('invalid --work-dir "": expected a directory');
   const workDir = flags.workDir ?? join(tmpdir(), `drover-worker-${flags.id ?? process.pid}`);
-  return { servers, token, slots, labels, workerId: flags.id, workDir };
+  const executor = flags.executor ?? 'process';
+  if (!isExecutor(executor)) throw new UsageError(`invalid --executor "${executor}": expected one of ${EXECUTORS.join(', ')}`);
+  return { servers, token, slots, labels, workerId: flags.id, workDir, executor };
 }
 
 export function workerCommand(): Command {
@@ -59,6 +64,7 @@ export function workerCommand(): Command {
     .option('--label <K=V>', 'label the scheduler can match on (repeatable)', collect)
     .option('--work-dir <dir>', 'parent of the attempts\' work directories (default: <tmpdir>/drover-worker-<id or pid>)')
     .option('--id <id>', 'stable worker id (default: chosen by the agent)')
+    .option('--executor <kind>', 'what runs attempts: process (the task\'s command) or noop (nothing; each attempt succeeds at once, for benchmarks and tests)', 'process')
     .option('--log-level <level>', 'agent log level on stderr (error, warn, info, debug)', 'info')
     .addHelpText(
       'after',
@@ -79,6 +85,7 @@ export function workerCommand(): Command {
         slots: cfg.slots,
         labels: cfg.labels,
         workDir: cfg.workDir,
+        executor: cfg.executor,
         logger,
         ...(cfg.workerId !== undefined ? { workerId: cfg.workerId } : {}),
       });
@@ -91,6 +98,7 @@ export function workerCommand(): Command {
         // Started by `drover dev`: the channel closes when the parent exits, however it exits.
         process.on('disconnect', () => process.kill(process.pid, 'SIGTERM'));
       }
-      process.stderr.write(`drover worker ${agent.workerId}: ${cfg.slots} slots, servers ${cfg.servers.join(', ')}, work dir ${cfg.workDir}\n`);
+      const runs = cfg.executor === 'noop' ? 'noop executor (attempts run nothing and succeed at once)' : `work dir ${cfg.workDir}`;
+      process.stderr.write(`drover worker ${agent.workerId}: ${cfg.slots} slots, servers ${cfg.servers.join(', ')}, ${runs}\n`);
     });
 }
