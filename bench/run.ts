@@ -7,18 +7,23 @@
  *     the same 2,000 `/bin/true`.
  *  3. peak memory (VmHWM) of the server and of one agent after that run.
  *  4. a task that prints 1 GiB (BENCH_LOG_BYTES to change): time, and peak memory of both processes.
+ *  5. the control plane alone (noop agents), on SQLite and PostgreSQL, against
+ *     graphile-worker and pg-boss on the same PostgreSQL: see control-plane.ts.
  *
  * Environment: BENCH_LATENCY_N (200), BENCH_TASKS (2000), BENCH_SLOTS (slots per agent, 4),
- * BENCH_LOG_BYTES (1073741824; 0 skips).
+ * BENCH_LOG_BYTES (1073741824; 0 skips), BENCH_SECTIONS (process,control-plane: which to run;
+ * `process` is 1-4), and control-plane.ts's own.
  */
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { startCluster, type Cluster } from '../test/e2e/harness.js';
+import { controlPlane } from './control-plane.js';
 
 const LATENCY_N = Number(process.env.BENCH_LATENCY_N ?? 200);
 const TASKS = Number(process.env.BENCH_TASKS ?? 2000);
 const SLOTS = Number(process.env.BENCH_SLOTS ?? 4);
 const LOG_BYTES = Number(process.env.BENCH_LOG_BYTES ?? 1024 ** 3);
+const SECTIONS = new Set((process.env.BENCH_SECTIONS ?? 'process,control-plane').split(',').map((s) => s.trim()));
 
 function pct(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
@@ -125,19 +130,22 @@ async function bigLog(c: Cluster): Promise<void> {
 async function main(): Promise<void> {
   const cpu = execFileSync('sh', ['-c', "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"]).toString().trim();
   console.log(`Drover bench on ${cpu}, ${process.env.BENCH_NOTE ?? ''}node ${process.version}`);
-  let c = await startCluster({ workers: 1, slots: SLOTS });
-  try {
-    await latency(c);
-  } finally {
-    await c.close();
+  if (SECTIONS.has('process')) {
+    let c = await startCluster({ workers: 1, slots: SLOTS });
+    try {
+      await latency(c);
+    } finally {
+      await c.close();
+    }
+    c = await startCluster({ workers: 2, slots: SLOTS });
+    try {
+      await throughput(c);
+      await bigLog(c);
+    } finally {
+      await c.close();
+    }
   }
-  c = await startCluster({ workers: 2, slots: SLOTS });
-  try {
-    await throughput(c);
-    await bigLog(c);
-  } finally {
-    await c.close();
-  }
+  if (SECTIONS.has('control-plane')) await controlPlane(rows);
   const w = [Math.max(...rows.map((r) => r[0].length)), Math.max(...rows.map((r) => r[1].length))];
   console.log(`\n| measure | result | note |\n| --- | --- | --- |`);
   for (const r of rows) console.log(`| ${r[0].padEnd(w[0]!)} | ${r[1].padEnd(w[1]!)} | ${r[2]} |`);

@@ -14,7 +14,8 @@ import { Agent, request as httpRequest } from 'node:http';
 
 const keepAlive = new Agent({ keepAlive: true, maxSockets: 64 });
 
-export const BIN = resolve(import.meta.dirname, '../../../bin/drover.js');
+/** The `drover` entry point: bin/drover.js (which runs dist/), or env DROVER_BIN (e.g. another build's src/cli/main.js). */
+export const BIN = process.env.DROVER_BIN ? resolve(process.env.DROVER_BIN) : resolve(import.meta.dirname, '../../../bin/drover.js');
 
 export interface Proc {
   child: ChildProcess;
@@ -24,8 +25,13 @@ export interface Proc {
 
 const live = new Set<ChildProcess>();
 
-export function startProc(args: string[], env: Record<string, string> = {}, readyLine?: RegExp): Promise<{ proc: Proc; match: RegExpMatchArray | null }> {
-  const child = spawn(process.execPath, [BIN, ...args], {
+/**
+ * `prefix`: a command that runs node in turn and keeps its pid (it execs), e.g.
+ * `['ip', 'netns', 'exec', NAME]` to start the process in a network namespace.
+ */
+export function startProc(args: string[], env: Record<string, string> = {}, readyLine?: RegExp, prefix: string[] = []): Promise<{ proc: Proc; match: RegExpMatchArray | null }> {
+  const argv = [...prefix, process.execPath, BIN, ...args];
+  const child = spawn(argv[0]!, argv.slice(1), {
     env: { ...process.env, DROVER_EXIT_WITH_PARENT: '1', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -149,17 +155,38 @@ export interface Cluster {
   workers: Proc[];
   workerToken: string;
   startServer(): Promise<Proc>;
-  startWorker(opts?: { slots?: number; id?: string; extra?: string[] }): Promise<Proc>;
+  /**
+   * `servers`: the --server URLs (default the cluster's url); `prefix`: see startProc
+   * (e.g. run the agent in a network namespace).
+   */
+  startWorker(opts?: { slots?: number; id?: string; extra?: string[]; servers?: string[]; prefix?: string[] }): Promise<Proc>;
   close(): Promise<void>;
 }
 
-export async function startCluster(opts: { workers?: number; slots?: number; port?: number; serverEnv?: Record<string, string> } = {}): Promise<Cluster> {
+export interface ClusterOptions {
+  workers?: number;
+  slots?: number;
+  port?: number;
+  serverEnv?: Record<string, string>;
+  /** The server's --db URL; default a fresh SQLite file in the cluster's directory. */
+  db?: string;
+  /** Extra arguments for every `drover worker` (e.g. ['--executor', 'noop']). */
+  workerArgs?: string[];
+  /** Extra arguments for every `drover server` (e.g. ['--lease', '3s', '--heartbeat', '500ms']). */
+  serverArgs?: string[];
+  /** The address the server listens on (--host); default 127.0.0.1. */
+  host?: string;
+}
+
+export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> {
   const dir = mkdtempSync(join(tmpdir(), 'drover-e2e-'));
   const adminToken = `drv_test_${randomBytes(16).toString('hex')}`;
   let url = '';
   let port = opts.port ?? 0;
   const startServer = async () => {
-    const { proc, match } = await startProc(['server', '--db', `sqlite:${join(dir, 'drover.db')}`, '--host', '127.0.0.1', '--port', String(port)], { DROVER_ADMIN_TOKEN: adminToken, ...opts.serverEnv }, /listening on (http:\/\/127\.0\.0\.1:(\d+))/);
+    const host = opts.host ?? '127.0.0.1';
+    const ready = new RegExp(`listening on (http://${host.replace(/[.]/g, '\\.')}:(\\d+))`);
+    const { proc, match } = await startProc(['server', '--db', opts.db ?? `sqlite:${join(dir, 'drover.db')}`, '--host', host, '--port', String(port), ...(opts.serverArgs ?? [])], { DROVER_ADMIN_TOKEN: adminToken, ...opts.serverEnv }, ready);
     url = match![1]!;
     port = Number(match![2]);
     c.url = url;
@@ -177,7 +204,8 @@ export async function startCluster(opts: { workers?: number; slots?: number; por
     startServer,
     async startWorker(w = {}) {
       const id = w.id ?? `w${c.workers.length + 1}`;
-      const { proc } = await startProc(['worker', '--server', c.url, '--slots', String(w.slots ?? opts.slots ?? 2), '--id', id, '--work-dir', join(dir, 'work', id), ...(w.extra ?? [])], { DROVER_TOKEN: c.workerToken });
+      const servers = (w.servers ?? [c.url]).flatMap((s) => ['--server', s]);
+      const { proc } = await startProc(['worker', ...servers, '--slots', String(w.slots ?? opts.slots ?? 2), '--id', id, '--work-dir', join(dir, 'work', id), ...(opts.workerArgs ?? []), ...(w.extra ?? [])], { DROVER_TOKEN: c.workerToken }, undefined, w.prefix);
       c.workers.push(proc);
       await waitWorker(c.api, id, proc);
       return proc;
