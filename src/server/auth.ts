@@ -37,9 +37,21 @@ export function newSecret(): string {
 export interface Tokens {
   create(name: string, role: Role, user: string, secret?: string): Promise<{ id: string; secret: string; record: TokenRecord }>;
   verify(secret: string): Promise<TokenRecord | null>;
+  /** Drops a token from this server's cache at once (after a revoke here). */
+  forget(id: string): void;
 }
 
+/**
+ * How long a verified token is trusted without asking the store again. Every
+ * API call would otherwise cost a store read before its real work (on
+ * PostgreSQL a pooled round trip). A revoke through this server takes effect
+ * at once; through another server of the same database, within this bound.
+ */
+export const TOKEN_CACHE_MS = 1000;
+const TOKEN_CACHE_MAX = 10_000;
+
 export function tokenService(store: Store, now: () => number): Tokens {
+  const cache = new Map<string, { rec: TokenRecord; until: number }>();
   return {
     async create(name, role, user, secret = newSecret()) {
       const secretHash = hashSecret(secret);
@@ -49,10 +61,21 @@ export function tokenService(store: Store, now: () => number): Tokens {
     async verify(secret) {
       if (!secret) return null;
       const hash = hashSecret(secret);
+      const hit = cache.get(hash);
+      if (hit && hit.until > now()) return hit.rec;
       const rec = await store.getToken(hash.slice(0, 16));
-      if (!rec || rec.revokedAt !== null) return null;
+      if (!rec || rec.revokedAt !== null) {
+        cache.delete(hash);
+        return null;
+      }
       const ok = timingSafeEqual(Buffer.from(rec.secretHash, 'hex'), Buffer.from(hash, 'hex'));
-      return ok ? rec : null;
+      if (!ok) return null;
+      if (cache.size >= TOKEN_CACHE_MAX) cache.clear();
+      cache.set(hash, { rec, until: now() + TOKEN_CACHE_MS });
+      return rec;
+    },
+    forget(id) {
+      for (const [hash, v] of cache) if (v.rec.id === id) cache.delete(hash);
     },
   };
 }

@@ -32,6 +32,7 @@ export function tokenRoutes(app: FastifyInstance, ctx: AppContext): void {
     async (req) => {
       requireRole(req, 'admin');
       const ok = await ctx.store.revokeToken(req.params.id, ctx.clock.now());
+      ctx.tokens.forget(req.params.id);
       const rec = await ctx.store.getToken(req.params.id);
       if (!rec || (!ok && rec.revokedAt === null)) throw new NotFoundError('token', req.params.id);
       return { token: tokenJson(rec) };
