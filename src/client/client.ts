@@ -118,6 +118,11 @@ export class DroverClient {
     return (await this.json<{ workers: WorkerInfo[] }>('GET', '/v1/workers')).workers;
   }
 
+  /** No new work for the worker; its running attempts finish within its drain timeout, the rest run elsewhere. */
+  async drainWorker(id: string): Promise<{ workerId: string; draining: boolean }> {
+    return this.json<{ workerId: string; draining: boolean }>('POST', `/v1/workers/${enc(id)}/drain`);
+  }
+
   // --- health (no token needed)
 
   async healthz(): Promise<{ ok: boolean }> {

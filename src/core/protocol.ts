@@ -10,6 +10,7 @@
  *   agent  → exit       (outcome; the agent repeats it after a reconnect until exit_ack)
  *   server → cancel     (kill the attempt's process group)
  *   agent  → heartbeat  (every heartbeatMs; renews the leases of its attempts)
+ *   server → drain      (an admin drains the worker)   agent → draining (also on SIGTERM)
  *
  * Every report about an attempt carries its fencing token. A report whose
  * token is not the task's current attempt is rejected (`reject`) and changes
@@ -39,7 +40,15 @@ export type AgentMessage =
       labels: Record<string, string>;
       version: string;
       running: Array<{ attemptId: number; fencingToken: number }>;
+      /**
+       * Attempts this agent killed on its own since it last talked to a server
+       * (self-fencing: no server reachable for the lease bound). The server
+       * records each on its task; the attempts were already ended as lost.
+       */
+      killed?: Array<{ attemptId: number; fencingToken: number; reason: string }>;
     }
+  /** The agent accepts no more work (SIGTERM or a server's `drain`); its running attempts go on. */
+  | { type: 'draining' }
   | { type: 'heartbeat'; running: number[] }
   | { type: 'started'; attemptId: number; fencingToken: number; pid: number }
   | {
@@ -56,7 +65,8 @@ export type AgentMessage =
       type: 'exit';
       attemptId: number;
       fencingToken: number;
-      outcome: 'succeeded' | 'failed' | 'timed_out' | 'cancelled';
+      /** `lost`: the agent gave the attempt up without a result (drain timeout): it runs again elsewhere without using a retry. */
+      outcome: 'succeeded' | 'failed' | 'timed_out' | 'cancelled' | 'lost';
       exitCode: number | null;
       signal: string | null;
       error: string | null;
@@ -78,7 +88,13 @@ export type ServerMessage =
   | { type: 'ack'; attemptId: number; seq: number }
   | { type: 'exit_ack'; attemptId: number }
   /** A fenced report: the attempt is no longer current. The agent stops it and forgets it. */
-  | { type: 'reject'; attemptId: number; reason: string };
+  | { type: 'reject'; attemptId: number; reason: string }
+  /**
+   * An admin drained this worker: accept no more work, let running attempts
+   * finish within the agent's drain timeout, then stop the rest and report them
+   * `lost` (they run elsewhere). The agent stays connected, idle.
+   */
+  | { type: 'drain'; reason: string };
 
 export const WORKER_CONNECT_PATH = '/v1/workers/connect';
 export const PROTOCOL_VERSION = '1';

@@ -33,6 +33,8 @@ export interface WorkerLink {
   readonly slots: number;
   /** Attempts assigned to this worker that have not ended. */
   readonly running: Set<number>;
+  /** The agent said it is draining: it gets no new work. */
+  readonly draining: boolean;
   /** False if the socket is gone. */
   send(msg: import('../core/protocol.js').ServerMessage): boolean;
   close(reason: string): void;
@@ -81,6 +83,13 @@ export class Scheduler {
         case 'cancel':
           this.linkOf(sig.attemptId)?.send({ type: 'cancel', attemptId: sig.attemptId, reason: 'task cancelled' });
           return;
+        case 'drain':
+          this.links.get(sig.workerId)?.send({ type: 'drain', reason: sig.reason });
+          return;
+        default: {
+          const never: never = sig;
+          this.log.warn({ signal: never }, 'unknown store signal; ignored');
+        }
       }
     });
     this.sweepTimer = setInterval(() => void this.sweep(), this.opts.sweepMs);
@@ -155,7 +164,7 @@ export class Scheduler {
     let roundSize = this.store.capabilities.groupCommit ? MAX_CLAIMS_PER_ROUND : 1;
     for (;;) {
       const free = new Map<WorkerLink, number>();
-      for (const l of this.links.values()) if (l.slots > l.running.size) free.set(l, l.slots - l.running.size);
+      for (const l of this.links.values()) if (!l.draining && l.slots > l.running.size) free.set(l, l.slots - l.running.size);
       const order: WorkerLink[] = [];
       const byFree = [...free.entries()].sort((a, b) => b[1] - a[1]);
       for (let round = 0; order.length < roundSize; round++) {

@@ -15,6 +15,8 @@ import type { Logger, Scheduler, WorkerLink } from './scheduler.js';
 import type { TaskBus } from './task-bus.js';
 
 const HELLO_TIMEOUT_MS = 10_000;
+/** What an agent may report; `lost` = given up without a result (drain timeout): requeued without using a retry. */
+const EXIT_OUTCOMES = new Set(['succeeded', 'failed', 'timed_out', 'cancelled', 'lost']);
 type LogMsg = Extract<AgentMessage, { type: 'log' }>;
 
 export class WorkerSession implements WorkerLink {
@@ -22,8 +24,11 @@ export class WorkerSession implements WorkerLink {
   slots = 0;
   private hello: Omit<import('../store/store.js').WorkerRecord, 'state'> | null = null;
   readonly running = new Set<number>();
+  /** The agent said it is draining (protocol `draining`). */
+  draining = false;
   private readonly queue: AgentMessage[] = [];
-  private draining = false;
+  /** A handleQueued() loop is running. */
+  private handling = false;
   private registered = false;
   private closed = false;
   private readonly helloTimer: NodeJS.Timeout;
@@ -65,7 +70,7 @@ export class WorkerSession implements WorkerLink {
       return;
     }
     this.queue.push(msg);
-    if (!this.draining) void this.drain();
+    if (!this.handling) void this.handleQueued();
   }
 
   /**
@@ -76,8 +81,8 @@ export class WorkerSession implements WorkerLink {
    * last chunk is still stored before its exit, and a burst of exits costs one
    * commit rather than one each.
    */
-  private async drain(): Promise<void> {
-    this.draining = true;
+  private async handleQueued(): Promise<void> {
+    this.handling = true;
     try {
       while (this.queue.length && !this.closed) {
         if (!this.registered) {
@@ -95,7 +100,7 @@ export class WorkerSession implements WorkerLink {
       this.log.error({ err, workerId: this.workerId }, 'handling a worker message failed; closing the connection');
       this.close('server error');
     } finally {
-      this.draining = false;
+      this.handling = false;
     }
   }
 
@@ -114,6 +119,10 @@ export class WorkerSession implements WorkerLink {
         return;
       }
       case 'started':
+        return;
+      case 'draining':
+        this.draining = true;
+        this.log.info({ workerId: this.workerId, running: this.running.size }, 'worker is draining: no new work');
         return;
       case 'exit':
         return this.onExit(msg);
@@ -145,6 +154,11 @@ export class WorkerSession implements WorkerLink {
       else stale.push(r.attemptId);
     }
     if (this.running.size) await this.store.renewLeases(this.workerId, [...this.running], now, this.scheduler.opts.leaseMs);
+    // Attempts the agent stopped on its own while it could reach no server (self-fencing):
+    // they were already ended as lost by the lease sweeper; the kill goes into their history.
+    for (const k of Array.isArray(msg.killed) ? msg.killed : []) {
+      if (Number.isSafeInteger(k?.attemptId)) await this.store.recordFencedReport(k.attemptId, `agent killed it: ${String(k.reason ?? 'self-fencing').slice(0, 300)}`, `worker:${msg.workerId}`, now);
+    }
     this.registered = true;
     this.send({ type: 'welcome', workerId: msg.workerId, heartbeatMs: this.scheduler.opts.heartbeatMs, leaseMs: this.scheduler.opts.leaseMs, stale });
     this.log.info({ workerId: msg.workerId, slots: msg.slots, remote: this.remote, reattached: this.running.size }, 'worker connected');
@@ -158,7 +172,7 @@ export class WorkerSession implements WorkerLink {
       if (!g) byAttempt.set(m.attemptId, (g = { token: m.fencingToken, chunks: [] }));
       g.chunks.push({ seq: m.seq, stream: m.stream === 'stderr' ? 'stderr' : 'stdout', data: Buffer.from(m.data, 'base64') });
     }
-    // Request every attempt's append before awaiting any (see drain()).
+    // Request every attempt's append before awaiting any (see handleQueued()).
     await Promise.all(
       [...byAttempt].map(async ([attemptId, g]) => {
         const ok = await this.store.appendLogs(attemptId, g.token, g.chunks, this.clock.now());
@@ -170,6 +184,10 @@ export class WorkerSession implements WorkerLink {
 
   private async onExit(msg: Extract<AgentMessage, { type: 'exit' }>): Promise<void> {
     const outcome = msg.outcome;
+    if (!EXIT_OUTCOMES.has(outcome)) {
+      this.close(`protocol error: unknown exit outcome ${String(outcome).slice(0, 40)}`);
+      return;
+    }
     const end = { outcome, exitCode: msg.exitCode ?? null, signal: msg.signal ?? null, error: msg.error ?? null, durationMs: Math.round(msg.durationMs ?? 0) };
     const res = await this.store.endAttempt(msg.attemptId, msg.fencingToken, end, `worker:${this.workerId}`, this.clock.now());
     this.running.delete(msg.attemptId);

@@ -92,7 +92,9 @@ export type StoreSignal =
   /** A task changed state or has new output: wake its log followers. */
   | { kind: 'task'; taskId: string }
   /** A running attempt must stop (its task was cancelled): the server holding its worker sends `cancel`. */
-  | { kind: 'cancel'; taskId: string; attemptId: number };
+  | { kind: 'cancel'; taskId: string; attemptId: number }
+  /** An admin drained a worker: the server holding its connection sends `drain`. */
+  | { kind: 'drain'; workerId: string; reason: string };
 
 export interface StoreCapabilities {
   /** Several servers may share this store (PostgreSQL); false for SQLite (one server per file). */
@@ -118,6 +120,7 @@ export interface Store {
    *   endAttempt                                   → task (+ wake when the task is back to waiting)
    *   claimNext, appendLogs (when stored)          → task
    *   cancelTask                                   → task (+ cancel when an attempt was running)
+   *   requestDrain                                 → drain
    */
   onSignal(listener: (signal: StoreSignal) => void): () => void;
 
@@ -203,6 +206,8 @@ export interface Store {
   // workers
   upsertWorker(w: Omit<WorkerRecord, 'state'>): Promise<void>;
   markWorkerDisconnected(id: string, now: number): Promise<void>;
+  /** Signals `drain` for a known worker (to whichever server holds it); false if no such worker. */
+  requestDrain(workerId: string, reason: string): Promise<boolean>;
   listWorkers(): Promise<WorkerRecord[]>;
 }
 

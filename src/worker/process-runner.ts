@@ -22,7 +22,7 @@
  *             both pipes closed, work dir removed. Only then does `result`
  *             resolve, so the caller's exit report follows every log byte.
  *
- * Outcome: the kill reason (`timed_out`, `cancelled`) when a kill was requested
+ * Outcome: the kill reason (`timed_out`, `cancelled`, `lost`) when a kill was requested
  * before the leader exited; else `succeeded` iff the exit code is 0, else
  * `failed`. durationMs runs from spawn to the leader's exit.
  */
@@ -37,7 +37,8 @@ import { createWorkDir, removeWorkDir, writeScript, type WorkDir } from './work-
 /** What the runner needs of an assignment. */
 export type AttemptSpec = Pick<AssignedAttempt, 'taskId' | 'number' | 'command' | 'args' | 'script' | 'interpreter' | 'env' | 'timeoutMs'>;
 
-export type KillReason = 'timed_out' | 'cancelled';
+/** `lost`: the agent gave the attempt up (drain timeout); it runs again elsewhere. */
+export type KillReason = 'timed_out' | 'cancelled' | 'lost';
 
 type ExitReport = Extract<AgentMessage, { type: 'exit' }>;
 export type AttemptResult = Pick<ExitReport, 'outcome' | 'exitCode' | 'signal' | 'error' | 'durationMs'>;

@@ -2,6 +2,7 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { WORKER_CONNECT_PATH } from '../../core/protocol.js';
+import { NotFoundError } from '../../core/errors.js';
 import { requireRole } from '../auth.js';
 import type { AppContext } from '../context.js';
 import { ErrorSchema } from '../schemas.js';
@@ -23,19 +24,38 @@ export function workerRoutes(app: FastifyInstance, ctx: AppContext): void {
     requireRole(req, 'admin');
     // Connected here, or (several servers) connected elsewhere and heard from within the lease.
     const live = new Map(ctx.scheduler.workers().map((l) => [l.workerId, l.running.size]));
+    const draining = new Set(ctx.scheduler.workers().filter((l) => l.draining).map((l) => l.workerId));
     const rows = await ctx.store.listWorkers();
     const now = ctx.clock.now();
     const connected = (w: (typeof rows)[number]) => live.has(w.id) || (w.state === 'connected' && now - w.lastSeenAt < ctx.scheduler.opts.leaseMs);
     return {
       workers: rows.map((w) => ({
         ...w,
-        state: connected(w) ? 'connected' : 'disconnected',
+        state: draining.has(w.id) ? 'draining' : connected(w) ? 'connected' : 'disconnected',
         connectedAt: new Date(w.connectedAt).toISOString(),
         lastSeenAt: new Date(w.lastSeenAt).toISOString(),
         running: live.get(w.id) ?? 0,
       })),
     };
   });
+
+  app.post<{ Params: { id: string } }>(
+    '/v1/workers/:id/drain',
+    {
+      schema: {
+        tags: ['workers'],
+        summary: 'Drain a worker: no new work; running attempts finish within its drain timeout, the rest run elsewhere',
+        params: Type.Object({ id: Type.String({ pattern: '^[A-Za-z0-9._:-]{1,100}$' }) }, { additionalProperties: false }),
+        response: { 200: Type.Object({ workerId: Type.String(), draining: Type.Boolean() }), 400: ErrorSchema, 401: ErrorSchema, 403: ErrorSchema, 404: ErrorSchema },
+      },
+    },
+    async (req) => {
+      const p = requireRole(req, 'admin');
+      // Through the store, so the server holding the worker's connection (any of them) delivers it.
+      if (!(await ctx.store.requestDrain(req.params.id, `drained by ${p.user}`))) throw new NotFoundError('worker', req.params.id);
+      return { workerId: req.params.id, draining: true };
+    },
+  );
 
   app.get(WORKER_CONNECT_PATH, { websocket: true, schema: { hide: true } }, (socket, req) => {
     // The role was checked in the auth hook before the upgrade; see app.ts.

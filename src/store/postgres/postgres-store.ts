@@ -702,6 +702,14 @@ export class PostgresStore implements Store {
     });
   }
 
+  async requestDrain(workerId: string, reason: string): Promise<boolean> {
+    return this.db.write(async (tx) => {
+      if ((await tx.query('SELECT 1 FROM workers WHERE id = $1', [workerId])).rowCount === 0) return false;
+      tx.signal({ kind: 'drain', workerId, reason });
+      return true;
+    });
+  }
+
   async listWorkers(): Promise<WorkerRecord[]> {
     return this.db.read(async (q) => (await q.query<WorkerRow>('SELECT * FROM workers ORDER BY id')).rows.map(workerFromRow));
   }

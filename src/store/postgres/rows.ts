@@ -78,6 +78,8 @@ export function signalFromPayload(payload: string | undefined): StoreSignal | nu
       return typeof o.taskId === 'string' ? { kind: 'task', taskId: o.taskId } : null;
     case 'cancel':
       return typeof o.taskId === 'string' && typeof o.attemptId === 'number' ? { kind: 'cancel', taskId: o.taskId, attemptId: o.attemptId } : null;
+    case 'drain':
+      return typeof o.workerId === 'string' && typeof o.reason === 'string' ? { kind: 'drain', workerId: o.workerId, reason: o.reason } : null;
     default:
       return null;
   }

@@ -173,7 +173,7 @@ export class SqliteStore implements Store {
     // Coalesce the batch: one wake, and one `task` per task, are enough for a listener.
     const seen = new Set<string>();
     for (const sig of signals) {
-      const key = sig.kind === 'wake' ? 'wake' : sig.kind === 'task' ? `t:${sig.taskId}` : `c:${sig.attemptId}`;
+      const key = sig.kind === 'wake' ? 'wake' : sig.kind === 'task' ? `t:${sig.taskId}` : sig.kind === 'cancel' ? `c:${sig.attemptId}` : `d:${sig.workerId}`;
       if (seen.has(key)) continue;
       seen.add(key);
       for (const l of this.listeners) {
@@ -632,6 +632,14 @@ export class SqliteStore implements Store {
   async markWorkerDisconnected(id: string, now: number): Promise<void> {
     await this.write(() => {
       this.q("UPDATE workers SET state = 'disconnected', last_seen_at = ? WHERE id = ?").run(now, id);
+    });
+  }
+
+  async requestDrain(workerId: string, reason: string): Promise<boolean> {
+    return this.write(() => {
+      if (!this.q('SELECT 1 FROM workers WHERE id = ?').get(workerId)) return false;
+      this.signal({ kind: 'drain', workerId, reason });
+      return true;
     });
   }
 
