@@ -151,7 +151,12 @@ export class WorkerSession implements WorkerLink {
     for (const r of msg.running ?? []) {
       const check = await this.store.checkReport(r.attemptId, r.fencingToken);
       if (check.ok && check.attempt.workerId === msg.workerId) this.running.add(r.attemptId);
-      else stale.push(r.attemptId);
+      else {
+        // A late report (the attempt was ended or given to someone else meanwhile): rejected, and logged.
+        stale.push(r.attemptId);
+        await this.store.recordFencedReport(r.attemptId, `hello (${check.ok ? 'attempt belongs to another worker' : check.reason})`, `worker:${msg.workerId}`, now);
+        this.log.warn({ attemptId: r.attemptId, workerId: msg.workerId }, 'worker reconnected with an attempt that is no longer current; it will stop it');
+      }
     }
     if (this.running.size) await this.store.renewLeases(this.workerId, [...this.running], now, this.scheduler.opts.leaseMs);
     // Attempts the agent stopped on its own while it could reach no server (self-fencing):
