@@ -2,18 +2,24 @@
  * Graceful shutdown for the long-running commands (server, worker, dev).
  * The first SIGINT/SIGTERM runs `stop` once and exits 0 when it resolves (1,
  * with the error line, if it throws). A second signal exits 1 at once, so a
- * stuck shutdown can always be interrupted.
+ * stuck shutdown can always be interrupted; with `onRepeat` (the worker: stop
+ * draining, stop the attempts now) the second signal calls it instead and the
+ * third exits 1.
  */
 import { printError } from './output.js';
 
-export function onShutdown(stop: (signal: NodeJS.Signals) => Promise<void>): void {
-  let stopping = false;
+export function onShutdown(stop: (signal: NodeJS.Signals) => Promise<void>, opts: { onRepeat?: (signal: NodeJS.Signals) => void } = {}): void {
+  let signals = 0;
   const handler = (signal: NodeJS.Signals) => {
-    if (stopping) {
+    signals++;
+    if (signals === 2 && opts.onRepeat) {
+      opts.onRepeat(signal);
+      return;
+    }
+    if (signals > 1) {
       process.stderr.write(`drover: ${signal} again: exiting without finishing shutdown\n`);
       process.exit(1);
     }
-    stopping = true;
     stop(signal).then(
       () => process.exit(0),
       (err) => process.exit(printError(err)),

@@ -18,7 +18,19 @@
  *   the server has declared this agent's attempts lost and requeued them, so
  *   the agent kills its running attempts and forgets them (design.md: "a
  *   worker that cannot reach its server stops its own attempts after the
- *   same bound"). A short outage does not touch them.
+ *   same bound"). A short outage does not touch them. Each such kill is
+ *   remembered and listed in the next `hello` as `killed` (forgotten once a
+ *   `welcome` answers that hello), so the server can record why.
+ * - Drain (`drain()` on SIGTERM/SIGINT, or the server's `drain`): the agent
+ *   accepts no more work and says `draining` (again right after each later
+ *   `hello`). Running attempts may finish for up to `drainTimeoutMs`; those
+ *   still running then are stopped (SIGTERM to the group, SIGKILL after the
+ *   kill grace) and reported with outcome `lost`, so the server runs them
+ *   elsewhere without using a retry. An `assign` while draining is not run:
+ *   it is reported `lost` ("worker is draining") at once (held, like any
+ *   exit, until `exit_ack`). After a server's `drain` the agent then stays
+ *   connected, idle; after `drain()` it waits (at most EXIT_ACK_WAIT_MS) for
+ *   the server to ack every exit, then closes.
  * - Capacity is the server's to respect: an `assign` beyond `slots` still
  *   runs (with a warning) rather than silently vanish; an `assign` during
  *   `close()` is ignored and becomes `lost` on the server.
@@ -65,6 +77,11 @@ export interface AgentOptions {
   startTimeoutMs?: number;
   /** Reconnect backoff. Default 100 ms doubling to 5 s, jittered. */
   backoff?: BackoffOptions;
+  /**
+   * Drain: how long running attempts may go on finishing before the agent
+   * stops them and reports them `lost`. Default 30 000.
+   */
+  drainTimeoutMs?: number;
   /** Observes every attempt that ended on this agent, reported or not (logging, tests). */
   onAttemptEnd?: (attempt: AssignedAttempt, result: AttemptResult, reported: boolean) => void;
 }
@@ -73,7 +90,20 @@ export interface Agent {
   readonly workerId: string;
   /** Stop accepting, kill running attempts (SIGTERM, then SIGKILL after the grace), report them if connected, close the socket. Idempotent. */
   close(): Promise<void>;
+  /**
+   * Graceful stop (SIGTERM): accept no more work, say `draining`, let running
+   * attempts finish for up to `drainTimeoutMs`, stop the rest and report them
+   * `lost`, wait (bounded) for the server's exit_acks, close the socket.
+   * Resolves when all that is done. `now`: stop the running attempts at once
+   * instead of waiting for them (also when a drain is already under way: a
+   * second SIGTERM). Idempotent.
+   */
+  drain(opts?: { now?: boolean }): Promise<void>;
 }
+
+export const DEFAULT_DRAIN_TIMEOUT_MS = 30_000;
+/** drain(): how long to wait for the server to ack the last exits before closing. */
+export const EXIT_ACK_WAIT_MS = 5_000;
 
 /** Resolves once the first connection got `welcome`; rejects after `startTimeoutMs` without one. */
 export async function startAgent(opts: AgentOptions): Promise<Agent> {
@@ -103,18 +133,37 @@ class WorkerAgent implements Agent {
   private leaseTimer: NodeJS.Timeout | null = null;
   private welcomed!: () => void;
   private readonly firstWelcome = new Promise<void>((r) => (this.welcomed = r));
+  private readonly drainTimeoutMs: number;
+  /** Set once draining starts; resolves when no attempt runs any more (finished, or stopped as lost). */
+  private drained: Promise<void> | null = null;
+  /** drain(): drained, exits acked (bounded), closed. */
+  private drainedAndClosed: Promise<void> | null = null;
+  private skipDrainWaitRequested = false;
+  private skipDrainWaiter: (() => void) | null = null;
+  /** Self-fencing kills not yet acknowledged by a `welcome`. */
+  private readonly selfFenced: Array<{ attemptId: number; fencingToken: number; reason: string }> = [];
+  /** How many of `selfFenced` the last hello carried. */
+  private killedInHello = 0;
+  /** Woken on anything that may change what the agent holds (messages, attempt ends). */
+  private changeWaiters: Array<() => void> = [];
 
   constructor(private readonly opts: AgentOptions) {
     if (!Number.isInteger(opts.slots) || opts.slots < 1) throw new RangeError('slots must be a positive integer');
     if (!opts.token) throw new Error('a worker token is required');
     if (opts.executor !== undefined && !isExecutor(opts.executor)) throw new RangeError(`executor must be one of ${EXECUTORS.join(', ')}`);
+    const drainTimeoutMs = opts.drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS;
+    if (!Number.isFinite(drainTimeoutMs) || drainTimeoutMs < 0) throw new RangeError('drainTimeoutMs must be a non-negative number of milliseconds');
+    this.drainTimeoutMs = drainTimeoutMs;
     this.log = opts.logger ?? silentLogger;
     this.workerId = opts.workerId ?? `${os.hostname()}-${randomBytes(3).toString('hex')}`;
     this.runner = { workDir: opts.workDir, killGraceMs: opts.killGraceMs ?? 5_000, logger: this.log, executor: opts.executor ?? 'process' };
     this.conn = new Connection(
       { servers: opts.servers, token: opts.token, logger: this.log, backoff: opts.backoff },
       {
-        onOpen: () => this.sendHello(),
+        onOpen: () => {
+          this.sendHello();
+          if (this.drained) this.conn.send({ type: 'draining' });
+        },
         onMessage: (m) => this.onMessage(m),
         onDown: (reason) => this.onDown(reason),
         onWritable: () => this.flush(),
@@ -144,28 +193,108 @@ class WorkerAgent implements Agent {
     return this.closing;
   }
 
+  drain(opts: { now?: boolean } = {}): Promise<void> {
+    if (this.closing && !this.drainedAndClosed) return this.closing; // close() came first
+    const drained = this.startDrain();
+    if (opts.now) this.skipDrainWait();
+    this.drainedAndClosed ??= (async () => {
+      await drained;
+      await this.waitFor(() => this.reported().length === 0, EXIT_ACK_WAIT_MS);
+      await this.close();
+    })();
+    return this.drainedAndClosed;
+  }
+
   private async shutdown(): Promise<void> {
     if (this.leaseTimer) clearTimeout(this.leaseTimer);
     const live = [...this.held.values()].filter((h) => !h.result);
     for (const h of live) h.run.kill('cancelled', 'worker shutting down');
-    // Output still flows to the server while it is there to ack it; without one,
-    // or past the grace, it is discarded so paused pipes cannot hold the attempt open.
-    const discardAll = () => live.forEach((h) => h.run.pump.discard());
-    if (!this.ready) discardAll();
-    const grace = this.runner.killGraceMs ?? 5_000;
-    const ac = new AbortController();
-    const all = Promise.all(live.map((h) => h.ended));
-    await Promise.race([all, sleep(grace + 2_000, undefined, { signal: ac.signal }).catch(() => {})]);
-    ac.abort();
-    discardAll();
-    await all;
+    this.skipDrainWait();
+    await this.awaitEnd(live, !this.ready);
     this.flush();
     this.stopHeartbeat();
     await this.conn.close();
     this.ready = false;
   }
 
+  /**
+   * Waits for killed attempts to end. Output still flows to the server while it
+   * is there to ack it; without one (`discardNow`), or past the grace, it is
+   * discarded so paused pipes cannot hold the attempt open.
+   */
+  private async awaitEnd(killed: HeldAttempt[], discardNow: boolean): Promise<void> {
+    const discardAll = () => killed.forEach((h) => h.run.pump.discard());
+    if (discardNow) discardAll();
+    const grace = this.runner.killGraceMs ?? 5_000;
+    const ac = new AbortController();
+    const all = Promise.all(killed.map((h) => h.ended));
+    await Promise.race([all, sleep(grace + 2_000, undefined, { signal: ac.signal }).catch(() => {})]);
+    ac.abort();
+    discardAll();
+    await all;
+  }
+
+  /** Starts draining (once): see the contract at the top. */
+  private startDrain(): Promise<void> {
+    if (!this.drained) {
+      this.log.info({ drainTimeoutMs: this.drainTimeoutMs }, 'draining: accepting no more work');
+      // Sent whenever the socket is open: after a reconnect it follows the hello (onOpen).
+      this.conn.send({ type: 'draining' });
+      this.drained = this.finishOrStop();
+    }
+    return this.drained;
+  }
+
+  /** Ends the drain's wait for running attempts now (second signal, close()). */
+  private skipDrainWait(): void {
+    this.skipDrainWaitRequested = true;
+    this.skipDrainWaiter?.();
+  }
+
+  private async finishOrStop(): Promise<void> {
+    const running = () => [...this.held.values()].filter((h) => !h.result && !h.forgotten);
+    const skip = new Promise<void>((r) => {
+      this.skipDrainWaiter = r;
+      if (this.skipDrainWaitRequested) r();
+    });
+    const ac = new AbortController();
+    await Promise.race([Promise.all(running().map((h) => h.ended)), skip, sleep(this.drainTimeoutMs, undefined, { signal: ac.signal }).catch(() => {})]);
+    ac.abort();
+    const rest = running();
+    if (rest.length === 0) return;
+    const error = this.skipDrainWaitRequested
+      ? 'worker drained: stopped at once (asked to stop without waiting)'
+      : `worker drained: stopped after the ${humanMs(this.drainTimeoutMs)} drain timeout`;
+    this.log.warn({ attempts: rest.map((h) => h.attemptId), drainTimeoutMs: this.drainTimeoutMs }, 'drain: stopping the attempts still running; they are reported lost');
+    for (const h of rest) h.run.kill('lost', error);
+    await this.awaitEnd(rest, false);
+  }
+
+  /** Resolves when `pred()` holds, or after `timeoutMs`. */
+  private async waitFor(pred: () => boolean, timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (!pred()) {
+      const left = deadline - Date.now();
+      if (left <= 0) return;
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, left);
+        this.changeWaiters.push(() => {
+          clearTimeout(t);
+          resolve();
+        });
+      });
+    }
+  }
+
+  private changed(): void {
+    const w = this.changeWaiters;
+    this.changeWaiters = [];
+    w.forEach((f) => f());
+  }
+
   private sendHello(): void {
+    const killed = [...this.selfFenced];
+    this.killedInHello = killed.length;
     this.conn.send({
       type: 'hello',
       workerId: this.workerId,
@@ -174,6 +303,7 @@ class WorkerAgent implements Agent {
       labels: this.opts.labels ?? {},
       version: PROTOCOL_VERSION,
       running: this.reported().map((h) => ({ attemptId: h.attemptId, fencingToken: h.fencingToken })),
+      ...(killed.length > 0 ? { killed } : {}),
     });
   }
 
@@ -185,6 +315,11 @@ class WorkerAgent implements Agent {
   }
 
   private onMessage(m: ServerMessage): void {
+    this.handle(m);
+    this.changed();
+  }
+
+  private handle(m: ServerMessage): void {
     switch (m.type) {
       case 'welcome':
         return this.onWelcome(m);
@@ -210,6 +345,10 @@ class WorkerAgent implements Agent {
         this.forget(h);
         return;
       }
+      case 'drain':
+        this.log.warn({ reason: m.reason }, 'the server drains this worker');
+        void this.startDrain();
+        return;
       default: {
         const unknown: { type?: unknown } = m;
         this.log.warn({ type: unknown.type }, 'ignored an unknown message type');
@@ -222,6 +361,9 @@ class WorkerAgent implements Agent {
     this.leaseMs = positive(m.leaseMs, DEFAULT_LEASE_MS);
     this.ready = true;
     this.conn.markHealthy();
+    // The server has the self-fencing kills the hello carried.
+    this.selfFenced.splice(0, this.killedInHello);
+    this.killedInHello = 0;
     for (const id of m.stale ?? []) {
       const h = this.held.get(id);
       if (h) {
@@ -237,21 +379,34 @@ class WorkerAgent implements Agent {
   }
 
   private onAssign(a: AssignedAttempt): void {
+    if (this.held.has(a.attemptId)) return; // a repeated assign: already ours
+    if (this.drained) {
+      // Not run: reported lost at once (held like any attempt until exit_ack), so the server requeues it.
+      this.log.warn({ attemptId: a.attemptId, taskId: a.taskId }, 'refused an assignment while draining');
+      const h = this.hold(a, { ...this.runner, executor: 'noop' });
+      h.run.kill('lost', 'worker is draining');
+      return;
+    }
     if (this.closing) {
       this.log.warn({ attemptId: a.attemptId }, 'ignored an assignment while shutting down');
       return;
     }
-    if (this.held.has(a.attemptId)) return; // a repeated assign: already ours
     const running = [...this.held.values()].filter((h) => !h.result).length;
     if (running >= this.opts.slots) this.log.warn({ attemptId: a.attemptId, running, slots: this.opts.slots }, 'assigned beyond capacity; running it anyway');
     this.log.info({ attemptId: a.attemptId, taskId: a.taskId, attempt: a.number }, 'attempt assigned');
-    const h = new HeldAttempt(a, this.runner, () => this.flush());
+    this.hold(a, this.runner);
+  }
+
+  private hold(a: AssignedAttempt, runner: HeldRunnerOptions): HeldAttempt {
+    const h = new HeldAttempt(a, runner, () => this.flush());
     this.held.set(a.attemptId, h);
     void h.ended.then((result) => {
       this.log.info({ attemptId: a.attemptId, taskId: a.taskId, ...result }, 'attempt ended');
       if (h.forgotten && this.held.get(a.attemptId) === h) this.held.delete(a.attemptId);
       this.opts.onAttemptEnd?.(a, result, !h.forgotten);
+      this.changed();
     });
+    return h;
   }
 
   private forget(h: HeldAttempt): void {
@@ -313,9 +468,19 @@ class WorkerAgent implements Agent {
     for (const h of [...this.held.values()]) {
       if (h.result || h.forgotten) continue;
       this.log.warn({ attemptId: h.attemptId, silentMs, leaseMs: this.leaseMs }, 'server unreachable past the lease; stopping the attempt');
+      this.selfFenced.push({
+        attemptId: h.attemptId,
+        fencingToken: h.fencingToken,
+        reason: `no server reachable for ${this.leaseMs} ms: stopped by the agent (self-fencing)`,
+      });
       this.forget(h);
     }
   }
+}
+
+/** "30 s", "1.5 s", "250 ms". */
+function humanMs(ms: number): string {
+  return ms >= 1_000 ? `${+(ms / 1_000).toFixed(3)} s` : `${ms} ms`;
 }
 
 function positive(v: unknown, fallback: number): number {

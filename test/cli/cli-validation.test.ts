@@ -38,6 +38,7 @@ const CASES: Array<{ name: string; args: string[]; stderr: RegExp; code?: number
   { name: 'server --db', args: ['server', '--db', 'mysql://x'], stderr: /^drover: invalid --db "mysql:\/\/x": expected sqlite:PATH or postgres:\/\// },
   { name: 'worker --slots', args: ['worker', '--server', 'http://127.0.0.1:1', '--token', 't', '--slots', 'many'], stderr: /^drover: invalid --slots "many"/ },
   { name: 'worker --executor', args: ['worker', '--server', 'http://127.0.0.1:1', '--token', 't', '--executor', 'docker'], stderr: /^drover: invalid --executor "docker": expected one of process, noop$/ },
+  { name: 'worker --drain-timeout', args: ['worker', '--server', 'http://127.0.0.1:1', '--token', 't', '--drain-timeout', 'soon'], stderr: /^drover: invalid --drain-timeout "soon": expected a duration such as 500ms, 30s, 5m or 1h30m$/ },
   { name: 'worker without token', args: ['worker', '--server', 'http://127.0.0.1:1'], stderr: /^drover: missing --token/, noToken: true },
   { name: 'dev --workers', args: ['dev', '--workers', '100'], stderr: /^drover: invalid --workers "100"/ },
 ];
@@ -91,6 +92,8 @@ describe('CLI rejects bad input locally', () => {
     const w = await runCli(['worker', '--help'], { cwd });
     assert.match(w.stdout, /heartbeats every 5 s/);
     assert.match(w.stdout, /15 s/);
+    assert.match(w.stdout, /--drain-timeout <duration>/);
+    assert.match(w.stdout, /SIGTERM\/SIGINT drains the worker: it accepts no more work, lets running\nattempts finish for up to --drain-timeout \(default 30 s\)/);
     const v = await runCli(['--version'], { cwd });
     assert.equal(v.code, 0);
     assert.match(v.stdout, /^\d+\.\d+\.\d+\n$/);

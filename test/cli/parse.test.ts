@@ -5,6 +5,7 @@ import { buildDevConfig } from '../../src/cli/commands/dev.js';
 import { buildSubmitRequest, MISSING_COMMAND } from '../../src/cli/commands/submit.js';
 import { buildListQuery } from '../../src/cli/commands/tasks.js';
 import { buildWorkerConfig } from '../../src/cli/commands/worker.js';
+import { DEFAULT_DRAIN_TIMEOUT_MS } from '../../src/worker/agent.js';
 import {
   parseDbUrl,
   parseDurationFlag,
@@ -145,6 +146,15 @@ describe('other commands', () => {
     assert.throws(() => buildWorkerConfig({ server: ['http://a'], logLevel: 'info' }, undefined, {}), usage(/^missing --token/));
     assert.throws(() => buildWorkerConfig({ server: ['http://a'], slots: '0', logLevel: 'info' }, 't', {}), usage(/--slots "0"/));
     assert.throws(() => buildWorkerConfig({ server: ['http://a'], id: '../x', logLevel: 'info' }, 't', {}), usage(/--id "..\/x"/));
+  });
+  it('worker config: --drain-timeout', () => {
+    const base = { server: ['http://a'], logLevel: 'info' };
+    assert.equal(buildWorkerConfig(base, 't', {}).drainTimeoutMs, DEFAULT_DRAIN_TIMEOUT_MS);
+    assert.equal(buildWorkerConfig({ ...base, drainTimeout: '2m' }, 't', {}).drainTimeoutMs, 120_000);
+    assert.equal(buildWorkerConfig({ ...base, drainTimeout: '0' }, 't', {}).drainTimeoutMs, 0);
+    assert.throws(() => buildWorkerConfig({ ...base, drainTimeout: '30 secs' }, 't', {}), usage(/^invalid --drain-timeout "30 secs": expected a duration/));
+    assert.throws(() => buildWorkerConfig({ ...base, drainTimeout: '-1s' }, 't', {}), usage(/^invalid --drain-timeout "-1s"/));
+    assert.throws(() => buildWorkerConfig({ ...base, drainTimeout: '2d' }, 't', {}), usage(/^invalid --drain-timeout "2d": at most 86400000 ms$/));
   });
   it('worker config: --executor', () => {
     const base = { server: ['http://a'], logLevel: 'info' };

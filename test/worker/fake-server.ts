@@ -75,6 +75,8 @@ export class FakeServer {
   private pending: FakeConn[] = [];
   private waiters: Array<(c: FakeConn) => void> = [];
   readonly conns: FakeConn[] = [];
+  /** While true, upgrades are refused (401): the agent hears from no server, yet the port stays the same. */
+  refuseConnections = false;
 
   private constructor(
     readonly wss: WebSocketServer,
@@ -90,16 +92,18 @@ export class FakeServer {
   }
 
   static async start(): Promise<FakeServer> {
+    let server: FakeServer | null = null;
     const wss = new WebSocketServer({
       host: '127.0.0.1',
       port: 0,
       path: WORKER_CONNECT_PATH,
-      verifyClient: (info: { req: IncomingMessage }) => info.req.headers.authorization === `Bearer ${TOKEN}`,
+      verifyClient: (info: { req: IncomingMessage }) => !server?.refuseConnections && info.req.headers.authorization === `Bearer ${TOKEN}`,
     });
     await new Promise<void>((r) => wss.once('listening', () => r()));
     const addr = wss.address();
     if (addr === null || typeof addr === 'string') throw new Error('unexpected address');
-    return new FakeServer(wss, `http://127.0.0.1:${addr.port}`);
+    server = new FakeServer(wss, `http://127.0.0.1:${addr.port}`);
+    return server;
   }
 
   /** The next connection an agent opens (in order). */

@@ -14,8 +14,8 @@
  * env (DROVER_TOKEN, not argv, so `ps` does not show it) and an IPC channel
  * that makes them exit when this process dies. A worker that exits on its own
  * is restarted after a backoff (1 s doubling to 30 s; reset after 30 s of
- * uptime). SIGINT/SIGTERM: SIGTERM the workers and wait for them (SIGKILL after
- * 15 s), close the server, exit 0.
+ * uptime). SIGINT/SIGTERM: SIGTERM the workers (they drain for up to 5 s) and
+ * wait for them (SIGKILL after 15 s), close the server, exit 0.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
@@ -117,7 +117,8 @@ export class WorkerSupervisor {
   private spawn(i: number, backoffMs: number): void {
     if (this.stopping) return;
     const name = `w${i}`;
-    const args = [CLI_MAIN, 'worker', '--server', this.opts.url, '--slots', String(this.opts.slots), '--work-dir', join(this.opts.dir, 'work', name), '--id', `dev-${name}`];
+    // A short drain: stop() SIGKILLs a worker after 15 s, and a killed agent would leave its attempts running.
+    const args = [CLI_MAIN, 'worker', '--server', this.opts.url, '--slots', String(this.opts.slots), '--work-dir', join(this.opts.dir, 'work', name), '--id', `dev-${name}`, '--drain-timeout', '5s'];
     const env: NodeJS.ProcessEnv = { ...process.env, DROVER_TOKEN: this.opts.token };
     delete env.DROVER_URL;
     const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });

@@ -1,6 +1,9 @@
 /**
  * `drover worker`: runs a worker agent in the foreground until SIGINT/SIGTERM,
- * then `close()`s it (its running attempts are stopped and reported) and exits 0.
+ * then `drain()`s it (no more work; running attempts finish within
+ * --drain-timeout, the rest are stopped and reported lost) and exits 0. A
+ * second signal stops the running attempts at once (still reported lost); a
+ * third exits 1 at once.
  *
  * When started by `drover dev` (an IPC channel to the parent exists), the agent
  * also shuts down when that parent goes away, even if it was SIGKILLed, so dev
@@ -11,10 +14,13 @@ import { join } from 'node:path';
 import { Command } from 'commander';
 import { DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS } from '../../core/protocol.js';
 import type { GlobalOptions } from '../context.js';
-import { collect, parseHttpUrl, parseIntFlag, parseKeyValues } from '../parse.js';
+import { collect, parseDurationFlag, parseHttpUrl, parseIntFlag, parseKeyValues } from '../parse.js';
 import { onShutdown } from '../signals.js';
 import { UsageError } from '../usage-error.js';
 import { EXECUTORS, isExecutor, type Executor } from '../../worker/noop-executor.js';
+
+/** Same as the agent's DEFAULT_DRAIN_TIMEOUT_MS (not imported: the agent module loads lazily). */
+const DEFAULT_DRAIN_TIMEOUT_MS = 30_000;
 
 interface WorkerFlags {
   server?: string[];
@@ -23,8 +29,12 @@ interface WorkerFlags {
   workDir?: string;
   id?: string;
   executor?: string;
+  drainTimeout?: string;
   logLevel: string;
 }
+
+/** Longest --drain-timeout: one day. */
+const MAX_DRAIN_TIMEOUT_MS = 86_400_000;
 
 export interface WorkerConfig {
   servers: string[];
@@ -34,6 +44,7 @@ export interface WorkerConfig {
   workerId: string | undefined;
   workDir: string;
   executor: Executor;
+  drainTimeoutMs: number;
 }
 
 /** Validates the flags (and env fallbacks) into the agent's options, or throws UsageError. */
@@ -52,7 +63,8 @@ export function buildWorkerConfig(flags: WorkerFlags, globalToken: string | unde
   const workDir = flags.workDir ?? join(tmpdir(), `drover-worker-${flags.id ?? process.pid}`);
   const executor = flags.executor ?? 'process';
   if (!isExecutor(executor)) throw new UsageError(`invalid --executor "${executor}": expected one of ${EXECUTORS.join(', ')}`);
-  return { servers, token, slots, labels, workerId: flags.id, workDir, executor };
+  const drainTimeoutMs = flags.drainTimeout !== undefined ? parseDurationFlag('--drain-timeout', flags.drainTimeout, MAX_DRAIN_TIMEOUT_MS) : DEFAULT_DRAIN_TIMEOUT_MS;
+  return { servers, token, slots, labels, workerId: flags.id, workDir, executor, drainTimeoutMs };
 }
 
 export function workerCommand(): Command {
@@ -65,13 +77,18 @@ export function workerCommand(): Command {
     .option('--work-dir <dir>', 'parent of the attempts\' work directories (default: <tmpdir>/drover-worker-<id or pid>)')
     .option('--id <id>', 'stable worker id (default: chosen by the agent)')
     .option('--executor <kind>', 'what runs attempts: process (the task\'s command) or noop (nothing; each attempt succeeds at once, for benchmarks and tests)', 'process')
+    .option('--drain-timeout <duration>', 'on SIGTERM/SIGINT (or a server\'s drain), how long running attempts may finish before they are stopped and reported lost, e.g. 30s, 2m (default: 30s)')
     .option('--log-level <level>', 'agent log level on stderr (error, warn, info, debug)', 'info')
     .addHelpText(
       'after',
       `\nLiveness: the agent heartbeats every ${DEFAULT_HEARTBEAT_MS / 1000} s; a worker not heard from for ${DEFAULT_LEASE_MS / 1000} s\n` +
         `is lost: the server requeues its attempts (without using a retry), and an agent\n` +
         `that cannot reach its server for ${DEFAULT_LEASE_MS / 1000} s stops its own attempts.\n` +
-        `SIGINT/SIGTERM stops the running attempts, reports them, and exits 0.\n`,
+        `\nDrain: SIGTERM/SIGINT drains the worker: it accepts no more work, lets running\n` +
+        `attempts finish for up to --drain-timeout (default ${DEFAULT_DRAIN_TIMEOUT_MS / 1000} s), then stops the rest and\n` +
+        `reports them lost (they run again elsewhere without using a retry), and exits 0.\n` +
+        `A second signal stops the running attempts at once (still reported lost); a third\n` +
+        `exits at once. A drain by the server does the same, but the agent stays connected, idle.\n`,
     )
     .action(async (flags: WorkerFlags, cmd: Command) => {
       // `--token` is also a global option; commander gives it to the program, so read both.
@@ -86,14 +103,20 @@ export function workerCommand(): Command {
         labels: cfg.labels,
         workDir: cfg.workDir,
         executor: cfg.executor,
+        drainTimeoutMs: cfg.drainTimeoutMs,
         logger,
         ...(cfg.workerId !== undefined ? { workerId: cfg.workerId } : {}),
       });
       const stop = async () => {
-        await agent.close();
+        await agent.drain();
         logger.flush?.();
       };
-      onShutdown(stop);
+      onShutdown(stop, {
+        onRepeat: (signal) => {
+          process.stderr.write(`drover worker: ${signal} again: stopping the running attempts now (reported lost); once more exits at once\n`);
+          void agent.drain({ now: true });
+        },
+      });
       if (process.channel) {
         // Started by `drover dev`: the channel closes when the parent exits, however it exits.
         process.on('disconnect', () => process.kill(process.pid, 'SIGTERM'));
