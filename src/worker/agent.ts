@@ -359,6 +359,7 @@ class WorkerAgent implements Agent {
   private onWelcome(m: Extract<ServerMessage, { type: 'welcome' }>): void {
     this.heartbeatMs = positive(m.heartbeatMs, DEFAULT_HEARTBEAT_MS);
     this.leaseMs = positive(m.leaseMs, DEFAULT_LEASE_MS);
+    this.conn.capDelay(this.leaseMs / 4);
     this.ready = true;
     this.conn.markHealthy();
     // The server has the self-fencing kills the hello carried.

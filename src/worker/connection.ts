@@ -81,6 +81,17 @@ export class Connection {
     return this.ws?.url ?? null;
   }
 
+  private maxDelayMs = Number.POSITIVE_INFINITY;
+
+  /**
+   * Caps the reconnect delay (the agent sets a quarter of the lease): an agent
+   * that backs off longer than its lease while a server restarts loses attempts
+   * it could have kept, since the server ends them as lost meanwhile.
+   */
+  capDelay(maxMs: number): void {
+    this.maxDelayMs = Math.max(10, maxMs);
+  }
+
   markHealthy(): void {
     this.failures = 0;
   }
@@ -169,7 +180,8 @@ export class Connection {
       this.lastError = reason;
       this.handlers.onDown(reason);
       if (this.closing) return;
-      const delay = reconnectDelay(this.failures++, this.opts.backoff ?? DEFAULT_BACKOFF);
+      const backoff = this.opts.backoff ?? DEFAULT_BACKOFF;
+      const delay = reconnectDelay(this.failures++, { ...backoff, maxMs: Math.min(backoff.maxMs, this.maxDelayMs) });
       this.retryTimer = setTimeout(() => this.connect(), delay);
     });
   }
