@@ -157,7 +157,11 @@ export class Db {
         if (critical.length > 0) await client.query(NOTIFY_SQL, [SIGNAL_CHANNEL, uniquePayloads(critical)]);
         commitSent = true;
         await client.query('COMMIT');
-        if (hints.length > 0) this.sendHints(hints);
+        if (hints.length > 0) {
+          this.sendHints(hints);
+          // This server reacts now; the others when the NOTIFY reaches them.
+          queueMicrotask(() => this.hub.deliverLocally(hints));
+        }
         return result;
       } catch (e) {
         if (isConnectionError(e)) {

@@ -171,6 +171,15 @@ export class SignalHub {
     this.retryTimer.unref();
   }
 
+  /**
+   * Hands hints of this process's own committed writes to its listeners at
+   * once, without waiting for PostgreSQL to echo the NOTIFY back (the echo
+   * arrives later as a duplicate, which listeners tolerate: signals are hints).
+   */
+  deliverLocally(signals: StoreSignal[]): void {
+    for (const sig of signals) this.dispatch(sig);
+  }
+
   private dispatch(sig: StoreSignal): void {
     for (const l of [...this.listeners]) {
       try {
