@@ -127,6 +127,39 @@ export class Db {
    * so it must not have effects outside the transaction other than through
    * its return value.
    */
+  /**
+   * Runs `fn`, which must issue exactly ONE statement, without BEGIN/COMMIT: a
+   * single statement is atomic on its own, and this saves two round trips.
+   * The catch: if the connection dies while the statement is out, whether it
+   * was applied is unknown, so it is never rerun (UnavailableError). Used only
+   * where such an unknown outcome is harmless: a claim that committed but whose
+   * result was lost leaves a running attempt no worker has, which its lease
+   * ends as lost and requeues.
+   */
+  async single<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
+    await this.hub.firstAttemptSettled();
+    const client = await this.checkout();
+    let broken: Error | undefined;
+    const onError = (e: Error) => (broken = e);
+    client.on('error', onError);
+    try {
+      const signals: StoreSignal[] = [];
+      const result = await fn({ query: (sql, params) => client.query(sql, params), signal: (...s) => signals.push(...s) });
+      if (signals.some((x) => x.kind !== 'wake' && x.kind !== 'task')) throw new Error('single(): only hints may be signalled outside a transaction');
+      if (signals.length > 0) {
+        this.sendHints(signals);
+        queueMicrotask(() => this.hub.deliverLocally(signals));
+      }
+      return result;
+    } catch (e) {
+      if (isConnectionError(e)) broken = e as Error;
+      throw mapPgError(e, isConnectionError(e) ? 'the connection was lost while the statement was out, so it may or may not have been applied' : undefined);
+    } finally {
+      client.removeListener('error', onError);
+      client.release(broken);
+    }
+  }
+
   async write<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
     // While the first LISTEN of this store is being set up, wait for it: a listener
     // registered just before this write then hears the write's own signals.
