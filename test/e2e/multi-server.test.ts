@@ -169,7 +169,7 @@ describe('e2e: two servers on one PostgreSQL database', { skip: PG ? false : 'DR
       assert.equal(t.state, 'succeeded', `${id}: ${t.state}`);
       const d = await b.api.task(id);
       assert.equal(d.attempts.filter((x: any) => x.state === 'succeeded').length, 1, `${id} succeeded more than once`);
-      assert.equal(d.events.filter((e: any) => e.to === 'succeeded').length, 1);
+      assert.equal(d.events.filter((e: any) => e.reason === 'attempt_succeeded').length, 1);
     }
   });
 });

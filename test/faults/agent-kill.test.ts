@@ -67,7 +67,7 @@ describe('faults: kill -9 of an agent', { skip: FAULTS_SKIP }, () => {
       assert.equal(task.lostCount, 1, ctx);
       assert.equal(task.result.attempt, 2, ctx);
       assert.equal(task.result.outcome, 'succeeded', ctx);
-      assert.equal(d.events.filter((e) => e.to === 'succeeded').length, 1, ctx);
+      assert.equal(d.events.filter((e) => e.reason === 'attempt_succeeded').length, 1, ctx);
     }
     t.diagnostic(`agent kill -9 -> ${N} attempts running again on b after ${secs(requeuedMs)} (lease ${secs(LEASE_MS)})`);
   });

@@ -109,7 +109,7 @@ describe('faults: SIGSTOP of an agent past the lease, then SIGCONT', { skip: FAU
       assert.ok(won.number >= 2, ctx);
       assert.equal(task.result.attempt, won.number, ctx);
       assert.equal(task.retriesUsed, 0, ctx);
-      assert.equal(d.events.filter((e) => e.to === 'succeeded').length, 1, ctx);
+      assert.equal(d.events.filter((e) => e.reason === 'attempt_succeeded').length, 1, ctx);
       const fenced = d.events.filter((e) => e.reason === 'fenced_report');
       for (const e of fenced) assert.equal(e.detail?.attemptId, d.attempts[0].id, ctx);
       fencedEvents += fenced.length;

@@ -158,7 +158,7 @@ describe('faults: network partition of one agent', { skip: FAULTS_SKIP }, () => 
       assert.equal(won.workerId, 'b', ctx);
       assert.equal(task.result.attempt, won.number, ctx);
       assert.equal(task.retriesUsed, 0, ctx);
-      assert.equal(d.events.filter((e) => e.to === 'succeeded').length, 1, ctx);
+      assert.equal(d.events.filter((e) => e.reason === 'attempt_succeeded').length, 1, ctx); // transitions into succeeded; fenced_report events keep from = to
     }
     const leftover = readPids(pids).filter((p) => p.attempt === 1 && alive(p.pid) && procState(p.pid) !== 'Z');
     assert.deepEqual(leftover, [], 'first-attempt processes still running after the partition healed');
