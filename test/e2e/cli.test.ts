@@ -91,4 +91,16 @@ describe('e2e: the CLI', () => {
     const denied = await drover(c, ['ls'], { DROVER_TOKEN: secret });
     assert.notEqual(denied.code, 0);
   });
+
+  it('workers lists the agent; workers drain names a bad or unknown id clearly', async () => {
+    const ls = await drover(c, ['workers', '--json']);
+    assert.equal(ls.code, 0, ls.stderr);
+    assert.ok(JSON.parse(ls.stdout).workers.some((w: any) => w.id === 'w1' && w.state === 'connected'));
+    const unknown = await drover(c, ['workers', 'drain', 'nosuch']);
+    assert.equal(unknown.code, 1);
+    assert.match(unknown.stderr, /not found/);
+    const bad = await drover(c, ['workers', 'drain', 'bad id']);
+    assert.equal(bad.code, 2);
+    assert.equal(bad.stderr.trim().split('\n').length, 1);
+  });
 });
