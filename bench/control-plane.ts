@@ -21,6 +21,7 @@
  * (16), BENCH_PG_URL (postgres://postgres@127.0.0.1:5432/postgres: any
  * database on the server; the bench creates and drops its own).
  */
+import { submitLatency } from './submit-latency.js';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { Logger, makeWorkerUtils, run as runGraphile, runMigrations, type Runner, type WorkerUtils } from 'graphile-worker';
@@ -193,18 +194,7 @@ interface Latency {
 async function droverLatency(db: string | undefined, what: string): Promise<Latency> {
   const c = await cluster({ workers: 1, slots: SLOTS, ...(db ? { db } : {}) }, what);
   try {
-    // Warm up the paths (JIT, statement caches) before measuring, as run.ts does.
-    for (let i = 0; i < 20; i++) await c.api.waitDone(await c.api.submit({ command: 'true' }));
-    const claim: number[] = [];
-    const done: number[] = [];
-    for (let i = 0; i < LATENCY_N; i++) {
-      const t0 = performance.now();
-      const id = await c.api.submit({ command: 'true' });
-      const r = await c.api.waitDone(id);
-      done.push(performance.now() - t0);
-      if (r.task.state !== 'succeeded') throw new Error(`${what}: task ${id} ${r.task.state}`);
-      claim.push(Date.parse(r.attempts[0].startedAt) - Date.parse(r.task.createdAt));
-    }
+    const { claim, done } = await submitLatency(c, LATENCY_N, what);
     return { claim: dist(claim), done: dist(done) };
   } finally {
     await c.close();

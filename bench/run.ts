@@ -19,6 +19,7 @@ import { readFileSync } from 'node:fs';
 import { startCluster, type Cluster } from '../test/e2e/harness.js';
 import { controlPlane } from './control-plane.js';
 import { recovery } from './recovery.js';
+import { submitLatency } from './submit-latency.js';
 
 const LATENCY_N = Number(process.env.BENCH_LATENCY_N ?? 200);
 const TASKS = Number(process.env.BENCH_TASKS ?? 2000);
@@ -39,18 +40,7 @@ const mb = (kb: number) => `${(kb / 1024).toFixed(0)} MiB`;
 const rows: Array<[string, string, string]> = [];
 
 async function latency(c: Cluster): Promise<void> {
-  // Warm up the paths (JIT, statement cache) before measuring.
-  for (let i = 0; i < 20; i++) await c.api.waitDone(await c.api.submit({ command: 'true' }));
-  const claim: number[] = [];
-  const done: number[] = [];
-  for (let i = 0; i < LATENCY_N; i++) {
-    const t0 = performance.now();
-    const id = await c.api.submit({ command: 'true' });
-    const r = await c.api.waitDone(id);
-    done.push(performance.now() - t0);
-    claim.push(Date.parse(r.attempts[0].startedAt) - Date.parse(r.task.createdAt));
-    if (r.task.state !== 'succeeded') throw new Error(`task ${id} ${r.task.state}`);
-  }
+  const { claim, done } = await submitLatency(c, LATENCY_N);
   claim.sort((a, b) => a - b);
   done.sort((a, b) => a - b);
   const f = (s: number[]) => `p50 ${pct(s, 50).toFixed(1)} ms, p95 ${pct(s, 95).toFixed(1)} ms, p99 ${pct(s, 99).toFixed(1)} ms`;

@@ -4,9 +4,10 @@ import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { PROTOCOL_VERSION, type AgentMessage, type AssignedAttempt } from '../../src/core/protocol.js';
-import { startAgent, type Agent, type AgentOptions, type AttemptResult } from '../../src/worker/agent.js';
+import { startAgent, type AgentOptions } from '../../src/worker/agent.js';
 import { deadUrl, FakeServer, TOKEN, type FakeConn } from './fake-server.js';
 import { exists, tempDir } from './helpers.js';
+import { connectAgent } from './agent-harness.js';
 
 let nextId = 100;
 function attempt(over: Partial<AssignedAttempt>): AssignedAttempt {
@@ -16,41 +17,14 @@ function attempt(over: Partial<AssignedAttempt>): AssignedAttempt {
 
 const decode = (logs: Array<Extract<AgentMessage, { type: 'log' }>>) => logs.map((l) => Buffer.from(l.data, 'base64').toString()).join('');
 
-type Ended = { attempt: AssignedAttempt; result: AttemptResult; reported: boolean };
 
 describe('worker agent', { timeout: 30_000 }, () => {
   let tmp: ReturnType<typeof tempDir>;
   before(() => (tmp = tempDir('drover-agent-')));
   after(() => tmp.remove());
 
-  /** Starts an agent against `server`, plays hello/welcome on its first connection. */
-  async function connect(server: FakeServer, over: Partial<AgentOptions> = {}, welcome: Parameters<FakeConn['welcome']>[0] = {}) {
-    const ended: Ended[] = [];
-    const endWaiters = new Map<number, (e: Ended) => void>();
-    const connP = server.nextConnection();
-    const agentP = startAgent({
-      servers: [server.url],
-      token: TOKEN,
-      slots: 2,
-      workDir: tmp.dir,
-      killGraceMs: 300,
-      backoff: { baseMs: 20, maxMs: 200 },
-      onAttemptEnd: (a, result, reported) => {
-        const e = { attempt: a, result, reported };
-        ended.push(e);
-        endWaiters.get(a.attemptId)?.(e);
-      },
-      ...over,
-    });
-    const conn = await connP;
-    const hello = await conn.welcome(welcome);
-    const agent = await agentP;
-    const endOf = (id: number) => {
-      const done = ended.find((e) => e.attempt.attemptId === id);
-      return done ? Promise.resolve(done) : new Promise<Ended>((r) => endWaiters.set(id, r));
-    };
-    return { agent, conn, hello, endOf };
-  }
+  const connect = (server: FakeServer, over: Partial<AgentOptions> = {}, welcome: Parameters<FakeConn['welcome']>[0] = {}) =>
+    connectAgent(server, tmp.dir, { ...over }, welcome);
 
   it('says hello, runs an assignment and reports started, logs and exit in order', async () => {
     const server = await FakeServer.start();

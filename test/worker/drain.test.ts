@@ -10,9 +10,10 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import type { AssignedAttempt } from '../../src/core/protocol.js';
-import { startAgent, type AgentOptions, type AttemptResult } from '../../src/worker/agent.js';
+import type { AgentOptions } from '../../src/worker/agent.js';
 import { FakeServer, TOKEN, type FakeConn } from './fake-server.js';
 import { exists, tempDir } from './helpers.js';
+import { connectAgent } from './agent-harness.js';
 
 const CLI_MAIN = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
 
@@ -22,41 +23,14 @@ function attempt(over: Partial<AssignedAttempt>): AssignedAttempt {
   return { attemptId: id, fencingToken: id + 1000, taskId: `01TASK${id}`, number: 1, command: null, args: [], script: null, interpreter: [], env: {}, timeoutMs: null, ...over };
 }
 
-type Ended = { attempt: AssignedAttempt; result: AttemptResult; reported: boolean };
 
 describe('worker drain and self-fencing', { timeout: 30_000 }, () => {
   let tmp: ReturnType<typeof tempDir>;
   before(() => (tmp = tempDir('drover-drain-')));
   after(() => tmp.remove());
 
-  async function connect(server: FakeServer, over: Partial<AgentOptions> = {}, welcome: Parameters<FakeConn['welcome']>[0] = {}) {
-    const ended: Ended[] = [];
-    const endWaiters = new Map<number, (e: Ended) => void>();
-    const connP = server.nextConnection();
-    const agentP = startAgent({
-      servers: [server.url],
-      token: TOKEN,
-      slots: 2,
-      workDir: tmp.dir,
-      killGraceMs: 300,
-      drainTimeoutMs: 10_000,
-      backoff: { baseMs: 20, maxMs: 100 },
-      onAttemptEnd: (a, result, reported) => {
-        const e = { attempt: a, result, reported };
-        ended.push(e);
-        endWaiters.get(a.attemptId)?.(e);
-      },
-      ...over,
-    });
-    const conn = await connP;
-    const hello = await conn.welcome(welcome);
-    const agent = await agentP;
-    const endOf = (id: number) => {
-      const done = ended.find((e) => e.attempt.attemptId === id);
-      return done ? Promise.resolve(done) : new Promise<Ended>((r) => endWaiters.set(id, r));
-    };
-    return { agent, conn, hello, endOf };
-  }
+  const connect = (server: FakeServer, over: Partial<AgentOptions> = {}, welcome: Parameters<FakeConn['welcome']>[0] = {}) =>
+    connectAgent(server, tmp.dir, { drainTimeoutMs: 10_000, backoff: { baseMs: 20, maxMs: 100 }, ...over }, welcome);
 
   function fifo(name: string): string {
     const p = path.join(tmp.dir, `${name}-${process.pid}-${nextId}`);
