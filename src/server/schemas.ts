@@ -72,7 +72,7 @@ export type LogsQuery = Static<typeof LogsQuery>;
 
 export const TokenCreateBody = Type.Object(
   {
-    name: Type.String({ minLength: 1, maxLength: 100 }),
+    name: Type.String({ minLength: 1, maxLength: 100, pattern: '^[^\\u0000]+$' }),
     role: Type.Optional(Type.Union([Type.Literal('admin'), Type.Literal('user'), Type.Literal('worker')])),
     user: Type.Optional(Type.String({ minLength: 1, maxLength: 100, pattern: '^[A-Za-z0-9._@-]+$' })),
   },

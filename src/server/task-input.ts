@@ -19,7 +19,31 @@ function duration(field: string, v: string | number | undefined, fallback: numbe
   return ms;
 }
 
+/**
+ * NUL cannot pass through an exec() argument or environment entry, and
+ * PostgreSQL text cannot hold it: reject it up front, naming the field.
+ */
+function rejectNul(body: SubmitBody): void {
+  const check = (field: string, v: string | undefined) => {
+    if (v !== undefined && v.includes('\0')) throw new InvalidInputError(field, 'must not contain NUL (\\u0000) characters');
+  };
+  check('name', body.name);
+  check('command', body.command);
+  check('script', body.script);
+  body.args?.forEach((a, i) => check(`args.${i}`, a));
+  body.interpreter?.forEach((a, i) => check(`interpreter.${i}`, a));
+  for (const [k, v] of Object.entries(body.env ?? {})) {
+    check('env', k);
+    check(`env.${k}`, v);
+  }
+  for (const [k, v] of Object.entries(body.labels ?? {})) {
+    check('labels', k);
+    check(`labels.${k}`, v);
+  }
+}
+
 export function toTaskSpec(body: SubmitBody): TaskSpec {
+  rejectNul(body);
   if (body.command === undefined && body.script === undefined) throw new InvalidInputError('command', 'required: give "command" (with optional "args") or "script"');
   if (body.command !== undefined && body.script !== undefined) throw new InvalidInputError('script', 'give either "command" or "script", not both');
   if (body.args !== undefined && body.command === undefined) throw new InvalidInputError('args', 'only allowed with "command"');

@@ -74,6 +74,8 @@ describe('e2e: submit, run, see the result', () => {
       [{ command: 'true', bogus: 1 }, 'bogus'],
       [{ command: 'true', env: { A: 1 } }, 'env.A'],
       [{ command: 'true', script: 'echo' }, 'script'],
+      [{ command: 'echo', args: ['ok', 'a\u0000b'] }, 'args.1'],
+      [{ command: 'true', env: { A: 'x\u0000' } }, 'env.A'],
       ['{not json', 'body'],
     ];
     for (const [body, field] of cases) {
