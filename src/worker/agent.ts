@@ -43,6 +43,7 @@ import { DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS, PROTOCOL_VERSION, type AgentMes
 import { Connection } from './connection.js';
 import { HeldAttempt, type HeldRunnerOptions } from './held-attempt.js';
 import { silentLogger, type Logger } from './logger.js';
+import { reapLeftovers } from './leftovers.js';
 import { EXECUTORS, isExecutor, type Executor } from './noop-executor.js';
 import type { AttemptResult } from './process-runner.js';
 import type { BackoffOptions } from './reconnect-backoff.js';
@@ -108,7 +109,12 @@ export const EXIT_ACK_WAIT_MS = 5_000;
 /** Resolves once the first connection got `welcome`; rejects after `startTimeoutMs` without one. */
 export async function startAgent(opts: AgentOptions): Promise<Agent> {
   // A work dir that cannot be created is a configuration error: say so now, not at the first attempt.
-  if ((opts.executor ?? 'process') === 'process') await mkdir(opts.workDir, { recursive: true });
+  if ((opts.executor ?? 'process') === 'process') {
+    await mkdir(opts.workDir, { recursive: true });
+    // A previous agent on this work dir may have died with attempts running: stop them first.
+    const stopped = await reapLeftovers(opts.workDir);
+    for (const s of stopped) (opts.logger ?? silentLogger).warn({ pgid: s.pgid, taskId: s.taskId, pids: s.pids }, 'stopped an attempt a previous agent left running');
+  }
   const agent = new WorkerAgent(opts);
   try {
     await agent.waitWelcome(opts.startTimeoutMs ?? 10_000);

@@ -33,6 +33,7 @@ import { LogPump } from './log-pump.js';
 import { silentLogger, type Logger } from './logger.js';
 import { groupAlive, signalGroup } from './process-group.js';
 import { createWorkDir, removeWorkDir, writeScript, type WorkDir } from './work-dir.js';
+import { recordGroup } from './leftovers.js';
 
 /** What the runner needs of an assignment. */
 export type AttemptSpec = Pick<AssignedAttempt, 'taskId' | 'number' | 'command' | 'args' | 'script' | 'interpreter' | 'env' | 'timeoutMs'>;
@@ -76,6 +77,7 @@ export class AttemptRun {
   /** Never rejects. */
   readonly result: Promise<AttemptResult>;
   private pidValue: number | null = null;
+  private groupRecorded: Promise<void> = Promise.resolve();
   private killReason: KillReason | null = null;
   private killError: string | null = null;
   private killDeadline = 0;
@@ -137,6 +139,7 @@ export class AttemptRun {
       return await this.execute(spec, wd, argv);
     } finally {
       this.clearTimers();
+      await this.groupRecorded;
       if (wd) await removeWorkDir(wd).catch((err: unknown) => this.log.warn({ err, dir: wd?.dir }, 'could not remove work dir'));
     }
   }
@@ -174,6 +177,8 @@ export class AttemptRun {
     }
     const pid = child.pid;
     this.pidValue = pid;
+    // Lets the next agent on this work dir stop the group if this agent dies (leftovers.ts).
+    this.groupRecorded = recordGroup(wd.dir, pid, spec.taskId).catch((err: unknown) => this.log.warn({ err }, 'could not record the process group'));
     this.opts.onStarted?.(pid);
     if (spec.timeoutMs !== null && spec.timeoutMs !== undefined) {
       const ms = spec.timeoutMs;

@@ -9,6 +9,7 @@
  */
 import { chmod, mkdir, mkdtemp, rm, rmdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { forgetGroup } from './leftovers.js';
 
 /** Where an inline script is written inside the work dir. */
 const SCRIPT_FILE = '.drover-script';
@@ -59,6 +60,7 @@ export async function removeWorkDir(workDir: WorkDir): Promise<void> {
   // Fast path for the common case of a task that left nothing behind: remove
   // the two empty directories (and the script) directly, instead of a
   // recursive walk that lstats and lists every level.
+  await forgetGroup(workDir.dir);
   try {
     if (workDir.script) await rm(workDir.script, { force: true });
     await rmdir(workDir.outDir);
