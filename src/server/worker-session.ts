@@ -12,7 +12,6 @@ import type { Clock } from '../core/clock.js';
 import { PROTOCOL_VERSION, type AgentMessage, type ServerMessage } from '../core/protocol.js';
 import type { NewLogChunk, Store } from '../store/store.js';
 import type { Logger, Scheduler, WorkerLink } from './scheduler.js';
-import type { TaskBus } from './task-bus.js';
 
 const HELLO_TIMEOUT_MS = 10_000;
 /** What an agent may report; `lost` = given up without a result (drain timeout): requeued without using a retry. */
@@ -38,7 +37,6 @@ export class WorkerSession implements WorkerLink {
     private readonly remote: string,
     private readonly store: Store,
     private readonly scheduler: Scheduler,
-    private readonly bus: TaskBus,
     private readonly clock: Clock,
     private readonly log: Logger,
   ) {

@@ -13,7 +13,8 @@ import { makeSpec } from './contract.js';
 
 const T0 = 1_700_000_000_000;
 
-class Recorder {
+/** Collects a store's signals; `waitFor` resolves when one matching arrived (at index >= `from`). */
+export class Recorder {
   readonly seen: StoreSignal[] = [];
   private waiters: Array<() => void> = [];
   readonly stop: () => void;
@@ -23,10 +24,9 @@ class Recorder {
       for (const w of this.waiters.splice(0)) w();
     });
   }
-  /** Resolves when a signal matching `pred` has arrived (rejects after 5 s). */
-  async waitFor(pred: (s: StoreSignal) => boolean, what: string): Promise<void> {
-    const deadline = Date.now() + 5000;
-    while (!this.seen.some(pred)) {
+  async waitFor(pred: (s: StoreSignal) => boolean, what: string, from = 0, timeoutMs = 10_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (!this.seen.slice(from).some(pred)) {
       const left = deadline - Date.now();
       if (left <= 0) throw new Error(`no ${what} signal; saw ${JSON.stringify(this.seen)}`);
       await new Promise<void>((resolve) => {

@@ -15,10 +15,10 @@ import { newTaskId } from '../../src/core/ids.js';
 import { LATEST_SCHEMA_VERSION, MIGRATIONS } from '../../src/store/postgres/migrations.js';
 import { isUniqueViolation, mapPgError } from '../../src/store/postgres/pg-errors.js';
 import { openPostgresStore, type PostgresStore, type PostgresStoreOptions } from '../../src/store/postgres/postgres-store.js';
-import type { Claim, StoreSignal } from '../../src/store/store.js';
+import type { Claim } from '../../src/store/store.js';
 import { createTestDatabase, dropAllTestDatabases, listTestDatabases, PG_SKIP_REASON, pgTestUrl, requirePostgres, type TestDatabase } from '../support/postgres.js';
 import { makeSpec, runStoreContract } from './contract.js';
-import { runSignalContract } from './contract-signals.js';
+import { Recorder, runSignalContract } from './contract-signals.js';
 
 const PG = await requirePostgres();
 const T0 = 1_700_000_000_000;
@@ -70,30 +70,6 @@ async function sql<R extends pg.QueryResultRow = pg.QueryResultRow>(url: string,
   }
 }
 
-class Recorder {
-  readonly seen: StoreSignal[] = [];
-  private waiters: Array<() => void> = [];
-  constructor(store: PostgresStore) {
-    store.onSignal((s) => {
-      this.seen.push(s);
-      for (const w of this.waiters.splice(0)) w();
-    });
-  }
-  async waitFor(pred: (s: StoreSignal) => boolean, what: string, from = 0): Promise<void> {
-    const deadline = Date.now() + 10_000;
-    while (!this.seen.slice(from).some(pred)) {
-      const left = deadline - Date.now();
-      if (left <= 0) throw new Error(`no ${what} signal; saw ${JSON.stringify(this.seen)}`);
-      await new Promise<void>((resolve) => {
-        const t = setTimeout(resolve, left);
-        this.waiters.push(() => {
-          clearTimeout(t);
-          resolve();
-        });
-      });
-    }
-  }
-}
 
 describe('PostgreSQL store', { skip: PG ? false : PG_SKIP_REASON }, () => {
   runStoreContract('postgres', () => openFresh());

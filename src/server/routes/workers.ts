@@ -59,6 +59,6 @@ export function workerRoutes(app: FastifyInstance, ctx: AppContext): void {
 
   app.get(WORKER_CONNECT_PATH, { websocket: true, schema: { hide: true } }, (socket, req) => {
     // The role was checked in the auth hook before the upgrade; see app.ts.
-    new WorkerSession(socket, req.ip, ctx.store, ctx.scheduler, ctx.bus, ctx.clock, ctx.log);
+    new WorkerSession(socket, req.ip, ctx.store, ctx.scheduler, ctx.clock, ctx.log);
   });
 }
