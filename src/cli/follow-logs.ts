@@ -12,6 +12,7 @@ import type { Writable } from 'node:stream';
 import type { DroverClient } from '../client/client.js';
 import { ApiError, ConnectionError } from '../client/errors.js';
 import type { Task } from '../client/types.js';
+import { controlStripper, type ByteFilter } from './output.js';
 
 const TERMINAL = new Set(['succeeded', 'failed', 'cancelled']);
 
@@ -20,6 +21,11 @@ export interface StreamLogsOptions {
   attempt?: number;
   /** Null discards the bytes (used by `submit --wait --json`, which only waits). */
   out: Writable | null;
+  /**
+   * Applied to the log's bytes on their way to `out` (after the resume
+   * offset is counted, which is in raw bytes). See terminalFilter.
+   */
+  filter?: ByteFilter;
   /** How long following keeps retrying without reaching the server. */
   giveUpMs?: number;
   /** For tests. */
@@ -28,12 +34,44 @@ export interface StreamLogsOptions {
 
 /** Resolves when the log was copied (and, following, the task is terminal); returns the task as last read when following. */
 export async function streamLogs(client: DroverClient, id: string, opts: StreamLogsOptions): Promise<Task | null> {
-  const sleep = opts.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
-  const giveUpMs = opts.giveUpMs ?? 60_000;
   const query = { follow: opts.follow, ...(opts.attempt !== undefined ? { attempt: opts.attempt } : {}) };
 
+  const out = sinkFor(opts.out, opts.filter);
+  try {
+    return await copyLog(client, id, opts, query, out);
+  } finally {
+    const rest = opts.filter?.end();
+    if (opts.out && rest?.length) opts.out.write(rest);
+  }
+}
+
+/** The filter for a log written to `out`: a terminal gets controlStripper's view, a pipe or file the raw bytes. */
+export function terminalFilter(out: Writable & { isTTY?: boolean }): ByteFilter | undefined {
+  return out.isTTY ? controlStripper() : undefined;
+}
+
+/** Where log bytes go: `write` returns false when `out` is full, then `drained()` waits for it. */
+interface Sink {
+  write(chunk: Uint8Array): boolean;
+  drained(): Promise<void>;
+}
+
+function sinkFor(out: Writable | null, filter: ByteFilter | undefined): Sink | null {
+  if (!out) return null;
+  return {
+    write: (chunk) => {
+      const b = filter ? filter.write(chunk) : chunk;
+      return b.length ? out.write(b) : true;
+    },
+    drained: () => once(out, 'drain').then(() => {}),
+  };
+}
+
+async function copyLog(client: DroverClient, id: string, opts: StreamLogsOptions, query: { follow: boolean; attempt?: number }, out: Sink | null): Promise<Task | null> {
+  const sleep = opts.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
+  const giveUpMs = opts.giveUpMs ?? 60_000;
   if (!opts.follow) {
-    await copyBody(await client.logs(id, query), opts.out, 0);
+    await copyBody(await client.logs(id, query), out, 0);
     return null;
   }
 
@@ -44,7 +82,7 @@ export async function streamLogs(client: DroverClient, id: string, opts: StreamL
     try {
       const res = await client.logs(id, query);
       lastContact = Date.now();
-      written = await copyBody(res, opts.out, written);
+      written = await copyBody(res, out, written);
       // The server ends a followed log when the task is terminal; check, because
       // a proxy or a restarting server may also end it early.
       const { task } = await client.getTask(id);
@@ -70,7 +108,7 @@ function lastContactOnStreamError(err: unknown, lastContact: number): number {
  * backpressure. Returns the total bytes of the log seen (max of skip and the
  * body length), so a later reconnect knows where to resume.
  */
-async function copyBody(res: Response, out: Writable | null, skip: number): Promise<number> {
+async function copyBody(res: Response, out: Sink | null, skip: number): Promise<number> {
   if (!res.body) return skip;
   const reader = res.body.getReader();
   let seen = 0;
@@ -82,7 +120,7 @@ async function copyBody(res: Response, out: Writable | null, skip: number): Prom
       seen += value.byteLength;
       if (seen <= skip) continue;
       const chunk = start >= skip ? value : value.subarray(skip - start);
-      if (out && !out.write(chunk)) await once(out, 'drain');
+      if (out && !out.write(chunk)) await out.drained();
     }
   } finally {
     reader.releaseLock();

@@ -7,6 +7,8 @@
  * - No answer at all rejects with `ConnectionError` ("cannot reach Drover at URL: ECONNREFUSED").
  * - JSON requests time out after `timeoutMs` (default 30 s); `logs()` does not,
  *   because a followed log stays open as long as the task runs.
+ * - Only `submit` with an idempotency key is ever retried (503 and no answer),
+ *   because only then can a repeat not create a second task.
  */
 import { ApiError, ConnectionError, describeFetchFailure } from './errors.js';
 import type {
@@ -22,6 +24,30 @@ import type {
   WorkerInfo,
 } from './types.js';
 
+/**
+ * The server's rule for an Idempotency-Key (src/server/schemas.ts
+ * HEADER_RULES): 1..255 visible ASCII characters, 0x21-0x7E.
+ */
+export const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7E]{1,255}$/;
+
+/** Waits before the retries of an idempotent submit: 3 retries, about 4 s in all. */
+export const SUBMIT_RETRY_DELAYS_MS: readonly number[] = [250, 1000, 3000];
+
+export interface SubmitOptions {
+  /**
+   * Sent as `Idempotency-Key`: a repeat (same key, same body) returns the
+   * first task. With a key, a 503 or a request that got no answer is retried
+   * with the same key (SUBMIT_RETRY_DELAYS_MS), so it cannot run twice.
+   */
+  idempotencyKey?: string;
+}
+
+export interface SubmitResult {
+  task: Task;
+  /** False: the server had already created this task for the key (HTTP 200 rather than 201). */
+  created: boolean;
+}
+
 export interface DroverClientOptions {
   /** Base URL, e.g. http://127.0.0.1:7070 (a trailing slash or path prefix is fine). */
   url: string;
@@ -31,6 +57,8 @@ export interface DroverClientOptions {
   timeoutMs?: number;
   /** Injected for tests; defaults to the global fetch. */
   fetch?: typeof fetch;
+  /** Delays before each retry of an idempotent submit; default SUBMIT_RETRY_DELAYS_MS ([] disables retries). */
+  submitRetryDelaysMs?: readonly number[];
 }
 
 type Method = 'GET' | 'POST' | 'DELETE';
@@ -40,12 +68,14 @@ export class DroverClient {
   private readonly token: string | null;
   private readonly timeoutMs: number;
   private readonly fetchImpl: typeof fetch;
+  private readonly submitRetryDelaysMs: readonly number[];
 
   constructor(opts: DroverClientOptions) {
     this.url = opts.url.replace(/\/+$/, '');
     this.token = opts.token ?? null;
     this.timeoutMs = opts.timeoutMs ?? 30_000;
     this.fetchImpl = opts.fetch ?? globalThis.fetch;
+    this.submitRetryDelaysMs = opts.submitRetryDelaysMs ?? SUBMIT_RETRY_DELAYS_MS;
   }
 
   /** True when the client sends a token (callers word a 401 differently without one). */
@@ -55,8 +85,31 @@ export class DroverClient {
 
   // --- tasks
 
-  async submit(spec: SubmitTaskRequest): Promise<Task> {
-    return (await this.json<{ task: Task }>('POST', '/v1/tasks', spec)).task;
+  async submit(spec: SubmitTaskRequest, opts: SubmitOptions = {}): Promise<Task> {
+    return (await this.submitTask(spec, opts)).task;
+  }
+
+  /** `submit`, also saying whether this call created the task or found the one its key made before. */
+  async submitTask(spec: SubmitTaskRequest, opts: SubmitOptions = {}): Promise<SubmitResult> {
+    const key = opts.idempotencyKey;
+    if (key === undefined) {
+      const { status, body } = await this.jsonWithStatus<{ task: Task }>('POST', '/v1/tasks', spec);
+      return { task: body.task, created: status === 201 };
+    }
+    if (!IDEMPOTENCY_KEY_PATTERN.test(key)) throw new TypeError('idempotencyKey: must be 1..255 visible ASCII characters (0x21-0x7E)');
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const { status, body } = await this.jsonWithStatus<{ task: Task }>('POST', '/v1/tasks', spec, { 'idempotency-key': key });
+        return { task: body.task, created: status === 201 };
+      } catch (err) {
+        // Retryable: the store could not take the write (503), or no answer at
+        // all (the submit may or may not have been stored: the key decides).
+        const retryable = err instanceof ConnectionError || (err instanceof ApiError && err.status === 503);
+        const delay = this.submitRetryDelaysMs[attempt];
+        if (!retryable || delay === undefined) throw err;
+        await new Promise((r) => setTimeout(r, delay));
+      }
+    }
   }
 
   async listTasks(query: ListTasksQuery = {}): Promise<TaskPage> {
@@ -132,8 +185,12 @@ export class DroverClient {
   // --- plumbing
 
   private async json<T>(method: Method, path: string, body?: unknown): Promise<T> {
+    return (await this.jsonWithStatus<T>(method, path, body)).body;
+  }
+
+  private async jsonWithStatus<T>(method: Method, path: string, body?: unknown, extraHeaders: Record<string, string> = {}): Promise<{ status: number; body: T }> {
     const signal = this.timeoutMs > 0 ? AbortSignal.timeout(this.timeoutMs) : null;
-    const res = await this.send(method, path, body, signal);
+    const res = await this.send(method, path, body, signal, extraHeaders);
     if (!res.ok) throw await ApiError.fromResponse(res);
     let text: string;
     try {
@@ -142,14 +199,14 @@ export class DroverClient {
       throw new ConnectionError(this.url, describeFetchFailure(err), { cause: err });
     }
     try {
-      return JSON.parse(text) as T;
+      return { status: res.status, body: JSON.parse(text) as T };
     } catch {
       throw new ApiError(res.status, { code: 'bad_response', message: `${method} ${path}: the server answered ${res.status} with a body that is not JSON` });
     }
   }
 
-  private async send(method: Method, path: string, body: unknown, signal: AbortSignal | null): Promise<Response> {
-    const headers: Record<string, string> = { accept: 'application/json' };
+  private async send(method: Method, path: string, body: unknown, signal: AbortSignal | null, extraHeaders: Record<string, string> = {}): Promise<Response> {
+    const headers: Record<string, string> = { accept: 'application/json', ...extraHeaders };
     if (this.token) headers.authorization = `Bearer ${this.token}`;
     if (body !== undefined) headers['content-type'] = 'application/json';
     try {

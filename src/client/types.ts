@@ -30,6 +30,8 @@ export interface SubmitTaskRequest {
   };
   priority?: number;
   labels?: Record<string, string>;
+  /** Placement: run only on a worker whose labels include every K=V here. */
+  requires?: Record<string, string>;
 }
 
 export interface TaskResult {
@@ -56,6 +58,7 @@ export interface Task {
   retry: { maxRetries: number; baseDelayMs: number; factor: number; maxDelayMs: number };
   priority: number;
   labels: Record<string, string>;
+  requires: Record<string, string>;
   attempts: number;
   retriesUsed: number;
   lostCount: number;

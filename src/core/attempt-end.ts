@@ -37,6 +37,13 @@ export function planAttemptEnd(task: Pick<Task, 'state' | 'retry' | 'retriesUsed
     // Cancel moved the task already; the attempt's end only fills in the result, once.
     return { ...same, state: 'cancelled', result: task.result ? null : result, event: null };
   }
+  if (task.state === 'ready') {
+    // A manual retry moved the task on while this attempt still ran (see
+    // cancel-plan.ts): the attempt ends, uses no budget, records no result,
+    // and releases the task to be claimed again.
+    assertTransition('ready', 'waiting', 'released');
+    return { ...same, state: 'waiting', result: null, event: { from: 'ready', to: 'waiting', reason: 'released', detail: { ...detail, after: 'the previous attempt ended' } } };
+  }
   if (task.state !== 'running') {
     throw new Error(`attempt ended for a task in state ${task.state}`);
   }

@@ -4,22 +4,35 @@
  *
  * Life of a connection:
  *   agent  → hello      (identity, capacity, attempts it is still running)
- *   server → welcome    (timings; which of the agent's running attempts are still current)
+ *   server → welcome    (timings; stop orders for the attempts it listed that must not go on)
  *   server → assign     (push dispatch, whenever the agent has a free slot)
  *   agent  → log*       (ordered chunks; the server acks cumulatively per attempt)
  *   agent  → exit       (outcome; the agent repeats it after a reconnect until exit_ack)
- *   server → cancel     (kill the attempt's process group)
+ *   server → cancel     (kill the attempt's process group, report its exit)
  *   agent  → heartbeat  (every heartbeatMs; renews the leases of its attempts)
+ *   server → heartbeat_ack (after the renewal is stored; stop orders again, until the attempts end)
  *   server → drain      (an admin drains the worker)   agent → draining (also on SIGTERM)
  *
- * Every report about an attempt carries its fencing token. A report whose
- * token is not the task's current attempt is rejected (`reject`) and changes
- * nothing.
+ * Every report about an attempt carries its fencing token: 32 random hex
+ * digits made when the attempt was created and sent only in its `assign`. A
+ * report is accepted only from the worker the attempt was assigned to, with
+ * its token, while it is the task's current running attempt (core/fence.ts);
+ * otherwise it is rejected (`reject`), changes nothing, and is recorded.
+ *
+ * A stop order (`welcome.stop`, `heartbeat_ack.stop`) is the durable form of a
+ * cancel: the server repeats it on every answer until the attempt has ended,
+ * so a cancel made while the agent was disconnected still reaches it.
+ *   report: true   the attempt is current (its task was cancelled): kill it and report its exit.
+ *   report: false  the attempt is no longer current (ended, superseded, not this worker's):
+ *                  kill it and report nothing more (as for `reject`).
+ *
+ * Every agent message is validated by the server against a schema with size
+ * limits (server/worker-messages.ts); a bad one closes that session only.
  */
 
 export interface AssignedAttempt {
   attemptId: number;
-  fencingToken: number;
+  fencingToken: string;
   taskId: string;
   /** 1-based attempt number; the agent exports it as DROVER_ATTEMPT. */
   number: number;
@@ -39,22 +52,23 @@ export type AgentMessage =
       slots: number;
       labels: Record<string, string>;
       version: string;
-      running: Array<{ attemptId: number; fencingToken: number }>;
+      running: Array<{ attemptId: number; fencingToken: string }>;
       /**
        * Attempts this agent killed on its own since it last talked to a server
        * (self-fencing: no server reachable for the lease bound). The server
        * records each on its task; the attempts were already ended as lost.
        */
-      killed?: Array<{ attemptId: number; fencingToken: number; reason: string }>;
+      killed?: Array<{ attemptId: number; fencingToken: string; reason: string }>;
     }
   /** The agent accepts no more work (SIGTERM or a server's `drain`); its running attempts go on. */
   | { type: 'draining' }
-  | { type: 'heartbeat'; running: number[] }
-  | { type: 'started'; attemptId: number; fencingToken: number; pid: number }
+  /** `seq`: increasing per connection; echoed by heartbeat_ack, so the agent knows which send was confirmed. */
+  | { type: 'heartbeat'; seq: number; running: number[] }
+  | { type: 'started'; attemptId: number; fencingToken: string; pid: number }
   | {
       type: 'log';
       attemptId: number;
-      fencingToken: number;
+      fencingToken: string;
       /** Per attempt, from 0, one per chunk, across both streams in the order read. */
       seq: number;
       stream: 'stdout' | 'stderr';
@@ -64,7 +78,7 @@ export type AgentMessage =
   | {
       type: 'exit';
       attemptId: number;
-      fencingToken: number;
+      fencingToken: string;
       /** `lost`: the agent gave the attempt up without a result (drain timeout): it runs again elsewhere without using a retry. */
       outcome: 'succeeded' | 'failed' | 'timed_out' | 'cancelled' | 'lost';
       exitCode: number | null;
@@ -73,15 +87,24 @@ export type AgentMessage =
       durationMs: number;
     };
 
+export interface StopOrder {
+  attemptId: number;
+  reason: string;
+  /** true: kill and report the exit (task cancelled); false: kill and forget (no longer current). */
+  report: boolean;
+}
+
 export type ServerMessage =
   | {
       type: 'welcome';
       workerId: string;
       heartbeatMs: number;
       leaseMs: number;
-      /** Of the attempts the agent said it runs, those that are no longer current: it kills them. */
-      stale: number[];
+      /** Of the attempts the hello listed, those that must stop (see StopOrder). The others' leases are renewed. */
+      stop: StopOrder[];
     }
+  /** The heartbeat `seq` is stored (leases renewed to the server's now + leaseMs); `stop` as in welcome. */
+  | { type: 'heartbeat_ack'; seq: number; stop: StopOrder[] }
   | { type: 'assign'; attempt: AssignedAttempt }
   | { type: 'cancel'; attemptId: number; reason: string }
   /** Cumulative: every log chunk of the attempt with seq <= this one is stored. */
@@ -97,7 +120,7 @@ export type ServerMessage =
   | { type: 'drain'; reason: string };
 
 export const WORKER_CONNECT_PATH = '/v1/workers/connect';
-export const PROTOCOL_VERSION = '1';
+export const PROTOCOL_VERSION = '2';
 
 /** Bounds that keep both processes' memory flat however much a task prints. */
 export const LOG_LIMITS = {
@@ -106,6 +129,9 @@ export const LOG_LIMITS = {
   /** Unacknowledged bytes per attempt before the agent stops reading the pipe. */
   maxInFlightBytes: 1024 * 1024,
 } as const;
+
+/** A worker's labels (hello), as `drover worker --label` accepts them. */
+export const LABEL_LIMITS = { count: 64, keyLength: 256, valueLength: 1024 } as const;
 
 export const DEFAULT_HEARTBEAT_MS = 5_000;
 export const DEFAULT_LEASE_MS = 15_000;

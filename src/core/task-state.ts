@@ -10,7 +10,8 @@
  *     └──────────────── cancelled (from any non-terminal state)
  *
  * Plus the one edge an operator adds by hand: `failed`/`cancelled` ──(retry)──► `waiting`
- * with a fresh retry budget.
+ * with a fresh retry budget; or ──► `ready` while the task's previous attempt
+ * still runs (core/cancel-plan.ts), released to `waiting` when that attempt ends.
  *
  * Every stored transition goes through `assertTransition`, so an edge missing
  * here cannot happen in any store.
@@ -54,8 +55,8 @@ export const TRANSITIONS: Table = {
   },
   retrying: { waiting: ['backoff_elapsed'], cancelled: ['cancel_requested'] },
   succeeded: {},
-  failed: { waiting: ['manual_retry'] },
-  cancelled: { waiting: ['manual_retry'] },
+  failed: { waiting: ['manual_retry'], ready: ['manual_retry'] },
+  cancelled: { waiting: ['manual_retry'], ready: ['manual_retry'] },
 };
 
 export function isTerminal(state: TaskState): boolean {

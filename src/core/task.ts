@@ -24,6 +24,8 @@ export interface TaskSpec {
   /** Higher runs first among waiting tasks. */
   priority: number;
   labels: Record<string, string>;
+  /** Placement: the task runs only on a worker whose labels hold every K=V here (core/placement.ts). */
+  requires: Record<string, string>;
 }
 
 export type AttemptState = 'running' | 'succeeded' | 'failed' | 'timed_out' | 'cancelled' | 'lost';
@@ -57,8 +59,15 @@ export interface Task extends TaskSpec {
 }
 
 export interface Attempt {
-  /** Also the attempt's fencing token: ids only grow, so a newer attempt always has a larger one. */
   id: number;
+  /**
+   * Random per attempt (core/ids.ts newFencingToken), known only to the store
+   * and the attempt's worker: every report must carry it (core/fence.ts).
+   * Secret: never rendered by the API.
+   */
+  fencingToken: string;
+  /** Set by a cancel or a superseding retry: the worker must stop this attempt (core/cancel-plan.ts). */
+  stopReason: string | null;
   taskId: string;
   number: number;
   workerId: string;

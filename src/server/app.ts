@@ -1,16 +1,15 @@
 /**
  * Builds the HTTP server: validation with closed schemas, one error shape,
- * bearer auth on every route except /healthz, the OpenAPI document built from
- * the route schemas, and the workers' WebSocket endpoint.
+ * one authorization decision per request on the matched route (auth.ts
+ * installAuth; every route declares `config.auth`), the OpenAPI document
+ * built from the route schemas, and the workers' WebSocket endpoint.
  */
 import Fastify, { type FastifyInstance } from 'fastify';
 import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
 import websocket from '@fastify/websocket';
 import swagger from '@fastify/swagger';
-import { ForbiddenError } from '../core/errors.js';
-import { WORKER_CONNECT_PATH } from '../core/protocol.js';
-import { authenticate } from './auth.js';
+import { installAuth } from './auth.js';
 import type { AppContext } from './context.js';
 import { handleError } from './error-handler.js';
 import { taskRoutes } from './routes/tasks.js';
@@ -24,12 +23,21 @@ function newAjv(coerceTypes: false | 'array'): Ajv {
   (addFormats as unknown as (a: Ajv) => void)(ajv);
   return ajv;
 }
-const PUBLIC_PATHS = new Set(['/healthz']);
+
+/**
+ * Matching stays exact: one spelling per route (percent-decoding aside, which
+ * the router does and the auth decision follows, since it reads the matched
+ * route). Spelled out because auth.ts relies on them, whatever Fastify's
+ * defaults become. (`useSemicolonDelimiter` is read by find-my-way but not in
+ * its type, hence the separate constant.)
+ */
+const EXACT_ROUTING = { ignoreTrailingSlash: false, ignoreDuplicateSlashes: false, caseSensitive: true, useSemicolonDelimiter: false };
 
 export async function buildApp(ctx: AppContext, opts: { logLevel?: string } = {}): Promise<FastifyInstance> {
   const app = Fastify({
     bodyLimit: BODY_LIMIT,
     logger: { level: opts.logLevel ?? 'warn' },
+    routerOptions: EXACT_ROUTING,
   });
   // Two validators: bodies are JSON and must have the exact types (no "3" for 3);
   // query strings and path params are text and are coerced. Neither drops
@@ -43,15 +51,8 @@ export async function buildApp(ctx: AppContext, opts: { logLevel?: string } = {}
     void reply.code(404).send({ error: { code: 'not_found', message: `no route ${req.method} ${req.url.split('?')[0]}` } });
   });
 
-  app.addHook('onRequest', async (req) => {
-    const path = req.url.split('?')[0]!;
-    if (PUBLIC_PATHS.has(path)) return;
-    req.principal = await authenticate(req, ctx.tokens);
-    const isConnect = path === WORKER_CONNECT_PATH;
-    if (isConnect !== (req.principal.role === 'worker')) {
-      throw new ForbiddenError(isConnect ? 'only worker tokens may connect as a worker' : 'worker tokens may only connect as a worker');
-    }
-  });
+  // Before any route is registered (its onRoute check must see every route).
+  installAuth(app, ctx.tokens);
 
   await app.register(swagger, {
     openapi: {
@@ -63,8 +64,8 @@ export async function buildApp(ctx: AppContext, opts: { logLevel?: string } = {}
   });
   await app.register(websocket, { options: { maxPayload: 4 * 1024 * 1024 } });
 
-  app.get('/healthz', { schema: { hide: true } }, async () => ({ ok: true }));
-  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  app.get('/healthz', { schema: { hide: true }, config: { auth: 'public' } }, async () => ({ ok: true }));
+  app.get('/openapi.json', { schema: { hide: true }, config: { auth: ['admin', 'user'] } }, async () => app.swagger());
   taskRoutes(app, ctx);
   tokenRoutes(app, ctx);
   workerRoutes(app, ctx);

@@ -6,9 +6,11 @@
  * The full hash is then compared in constant time.
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { FastifyRequest } from 'fastify';
-import { ForbiddenError, UnauthorizedError } from '../core/errors.js';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { ForbiddenError, InvalidInputError, UnauthorizedError } from '../core/errors.js';
 import type { Role, Store, TokenRecord } from '../store/store.js';
+import { TOKEN_TOUCH_INTERVAL_MS } from '../store/tokens.js';
+import type { Logger } from './scheduler.js';
 
 export interface Principal {
   tokenId: string;
@@ -16,9 +18,21 @@ export interface Principal {
   role: Role;
 }
 
+/**
+ * Who may call a route: 'public' (no token; /healthz only), or the roles
+ * whose tokens may. Every route declares it in `config.auth`; a route without
+ * it cannot be registered (see installAuth).
+ */
+export type RouteAccess = 'public' | readonly Role[];
+
 declare module 'fastify' {
   interface FastifyRequest {
     principal: Principal | null;
+  }
+  interface FastifyContextConfig {
+    auth?: RouteAccess;
+    /** Set by installAuth from the route's `websocket` option: the one kind of route that may be upgraded. */
+    websocket?: boolean;
   }
 }
 
@@ -50,8 +64,34 @@ export interface Tokens {
 export const TOKEN_CACHE_MS = 1000;
 const TOKEN_CACHE_MAX = 10_000;
 
-export function tokenService(store: Store, now: () => number): Tokens {
+/** Most token ids whose last touch this server remembers (the map is cleared beyond it; a clear costs at most one extra write per token). */
+const TOUCHED_MAX = 10_000;
+
+export function tokenService(store: Store, now: () => number, log?: Logger): Tokens {
   const cache = new Map<string, { rec: TokenRecord; until: number }>();
+  // When this server last asked the store to set lastUsedAt, per token id: the
+  // cached record's lastUsedAt does not move, so without this every cache hit
+  // after the first minute would write again.
+  const touched = new Map<string, number>();
+  /**
+   * lastUsedAt: written at most once per TOKEN_TOUCH_INTERVAL_MS per token by
+   * this server (and the store's guarded UPDATE keeps several servers to about
+   * once a minute too). Fire and forget: a failed write must not fail the
+   * request it describes.
+   */
+  const touch = (rec: TokenRecord, at: number) => {
+    const last = Math.max(rec.lastUsedAt ?? -Infinity, touched.get(rec.id) ?? -Infinity);
+    if (at - last < TOKEN_TOUCH_INTERVAL_MS) return;
+    if (touched.size >= TOUCHED_MAX) touched.clear();
+    touched.set(rec.id, at);
+    void (async () => {
+      try {
+        await store.touchToken(rec.id, at);
+      } catch (err) {
+        log?.warn({ err, tokenId: rec.id }, 'could not record the token\'s lastUsedAt');
+      }
+    })();
+  };
   return {
     async create(name, role, user, secret = newSecret()) {
       const secretHash = hashSecret(secret);
@@ -62,7 +102,10 @@ export function tokenService(store: Store, now: () => number): Tokens {
       if (!secret) return null;
       const hash = hashSecret(secret);
       const hit = cache.get(hash);
-      if (hit && hit.until > now()) return hit.rec;
+      if (hit && hit.until > now()) {
+        touch(hit.rec, now());
+        return hit.rec;
+      }
       const rec = await store.getToken(hash.slice(0, 16));
       if (!rec || rec.revokedAt !== null) {
         cache.delete(hash);
@@ -72,6 +115,7 @@ export function tokenService(store: Store, now: () => number): Tokens {
       if (!ok) return null;
       if (cache.size >= TOKEN_CACHE_MAX) cache.clear();
       cache.set(hash, { rec, until: now() + TOKEN_CACHE_MS });
+      touch(rec, now());
       return rec;
     },
     forget(id) {
@@ -91,10 +135,75 @@ export async function authenticate(req: FastifyRequest, tokens: Tokens): Promise
   return { tokenId: rec.id, user: rec.user, role: rec.role };
 }
 
-/** Route guard: the principal must have one of `roles`. */
-export function requireRole(req: FastifyRequest, ...roles: Role[]): Principal {
+/**
+ * The principal the auth hook admitted to this route (installAuth). Throws
+ * only if called on a public route, which is a programming error.
+ */
+export function principalOf(req: FastifyRequest): Principal {
   const p = req.principal;
   if (!p) throw new UnauthorizedError('not authenticated');
-  if (!roles.includes(p.role)) throw new ForbiddenError(`this needs role ${roles.join(' or ')}; the token has role ${p.role}`);
   return p;
+}
+
+/**
+ * The request came as an HTTP upgrade (Node's 'upgrade' event, which
+ * @fastify/websocket routes through Fastify): IncomingMessage.upgrade, set by
+ * Node's parser though missing from its type.
+ */
+function isUpgrade(req: FastifyRequest): boolean {
+  return (req.raw as { upgrade?: boolean }).upgrade === true;
+}
+
+/** The 403 message: what the route needs, and what the token is. */
+function forbiddenMessage(auth: readonly Role[], role: Role): string {
+  if (role === 'worker') return 'worker tokens may only connect as a worker (GET /v1/workers/connect)';
+  if (auth.length === 1 && auth[0] === 'worker') return `only worker tokens may connect as a worker; the token has role ${role}`;
+  return `this needs role ${auth.join(' or ')}; the token has role ${role}`;
+}
+
+/**
+ * The one authorization decision of every request, made on the route the
+ * router MATCHED (req.routeOptions), never on the raw URL: whatever spelling
+ * reached a route (percent-encoding, query strings), the route's own declared
+ * access applies.
+ *
+ *   no route matched     → authenticate (401 without a valid token), then the 404
+ *   config.auth 'public' → no token needed (and no upgrade)
+ *   config.auth [roles]  → authenticate (401), then the role must be listed (403)
+ *   an upgrade request   → only to a websocket route (after the checks above; else 400)
+ *
+ * Routes must declare `config.auth`: registering one without it throws, so a
+ * new route cannot be open by omission. The router must not widen matching
+ * (buildApp sets ignoreTrailingSlash, ignoreDuplicateSlashes and
+ * useSemicolonDelimiter off, caseSensitive on); if it ever did, the decision
+ * would still follow the matched route.
+ */
+export function installAuth(app: FastifyInstance, tokens: Tokens): void {
+  app.addHook('onRoute', (route) => {
+    const auth = route.config?.auth;
+    const valid = auth === 'public' || (Array.isArray(auth) && auth.length > 0 && auth.every((r) => r === 'admin' || r === 'user' || r === 'worker'));
+    if (!valid) throw new Error(`route ${String(route.method)} ${route.url} declares no access: set config.auth to 'public' or a list of roles`);
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    route.config = { ...route.config, websocket: route.websocket === true && methods.every((m) => m === 'GET') };
+  });
+
+  app.addHook('onRequest', async (req) => {
+    const route = req.routeOptions;
+    if (route.url === undefined) {
+      // Unmatched: who asks decides between 401 and the 404 that follows.
+      req.principal = await authenticate(req, tokens);
+      return;
+    }
+    const auth = route.config.auth;
+    const notWebSocket = () => new InvalidInputError('Upgrade', `${req.method} ${route.url} is not a WebSocket endpoint`);
+    if (auth === 'public') {
+      if (isUpgrade(req) && !route.config.websocket) throw notWebSocket();
+      return;
+    }
+    if (!auth) throw new ForbiddenError('route declares no access'); // unreachable: onRoute refuses such routes
+    const p = await authenticate(req, tokens);
+    req.principal = p;
+    if (!auth.includes(p.role)) throw new ForbiddenError(forbiddenMessage(auth, p.role));
+    if (isUpgrade(req) && !route.config.websocket) throw notWebSocket();
+  });
 }

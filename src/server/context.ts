@@ -3,6 +3,7 @@ import type { Clock } from '../core/clock.js';
 import type { Store } from '../store/store.js';
 import type { Tokens } from './auth.js';
 import type { Logger, Scheduler } from './scheduler.js';
+import type { SessionRegistry } from './session-registry.js';
 import type { TaskBus } from './task-bus.js';
 
 export interface AppContext {
@@ -12,4 +13,6 @@ export interface AppContext {
   clock: Clock;
   tokens: Tokens;
   log: Logger;
+  /** Open connections by token, closed when the token is revoked (session-registry.ts). */
+  sessions: SessionRegistry;
 }

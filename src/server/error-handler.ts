@@ -6,6 +6,7 @@
  */
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { isDroverError } from '../core/errors.js';
+import { HEADER_RULES } from './schemas.js';
 
 interface AjvError {
   instancePath?: string;
@@ -38,6 +39,14 @@ function reasonOf(e: AjvError): string {
   }
 }
 
+/** A header's validation error: the header named as documented, and its rule (schemas.ts HEADER_RULES). */
+function headerError(e: AjvError): { field: string; reason: string } | null {
+  const name = (e.instancePath ?? '').split('/').filter(Boolean)[0];
+  const rule = name !== undefined ? (HEADER_RULES as Record<string, { name: string; rule: string }>)[name] : undefined;
+  if (!rule) return null;
+  return { field: rule.name, reason: `must be ${rule.rule}` };
+}
+
 export function errorBody(code: string, message: string, extra: Record<string, string> = {}) {
   return { error: { code, message, ...extra } };
 }
@@ -46,8 +55,9 @@ export function handleError(this: unknown, err: FastifyError, req: FastifyReques
   if (err.validation && err.validation.length) {
     // Report the most specific error: ajv lists union branches before the union itself.
     const first = err.validation[0] as AjvError;
-    const field = fieldOf(first, err.validationContext);
-    const reason = reasonOf(first);
+    const header = err.validationContext === 'headers' ? headerError(first) : null;
+    const field = header?.field ?? fieldOf(first, err.validationContext);
+    const reason = header?.reason ?? reasonOf(first);
     void reply.code(400).send(errorBody('invalid_input', `${field}: ${reason}`, { field, reason }));
     return;
   }

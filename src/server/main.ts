@@ -13,6 +13,7 @@ import type { Role, Store } from '../store/store.js';
 import { buildApp } from './app.js';
 import { tokenService } from './auth.js';
 import { Scheduler } from './scheduler.js';
+import { sessionRegistry } from './session-registry.js';
 import { TaskBus } from './task-bus.js';
 
 export interface ServerOptions {
@@ -47,7 +48,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const clock = opts.clock ?? systemClock;
   const log = pino({ level: opts.logLevel ?? 'info', base: { svc: 'drover-server' } }, pino.destination(2));
   const store = await openStore(opts.db, { poolSize: opts.dbPoolSize });
-  const tokens = tokenService(store, () => clock.now());
+  const tokens = tokenService(store, () => clock.now(), log);
 
   let createdAdminSecret: string | null = null;
   if ((await store.countTokens()) === 0) {
@@ -69,7 +70,8 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     sweepMs: opts.sweepMs ?? 1000,
     serverId: `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`,
   });
-  const app = await buildApp({ store, scheduler, bus, clock, tokens, log }, { logLevel: opts.logLevel === 'debug' ? 'info' : 'warn' });
+  const sessions = sessionRegistry(store, log);
+  const app = await buildApp({ store, scheduler, bus, clock, tokens, log, sessions }, { logLevel: opts.logLevel === 'debug' ? 'info' : 'warn' });
   await app.listen({ host: opts.host ?? '127.0.0.1', port: opts.port ?? 7070 });
   const addr = app.server.address();
   const port = typeof addr === 'object' && addr ? addr.port : (opts.port ?? 7070);
@@ -94,6 +96,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     close: () =>
       (closing ??= (async () => {
         scheduler.stop();
+        sessions.stop();
         for (const w of app.websocketServer?.clients ?? []) w.terminate();
         await app.close();
         await store.close();

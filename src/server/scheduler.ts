@@ -12,8 +12,9 @@
  * worker or a promoted retry. A slow periodic sweep (sweepMs) is the fallback
  * that also catches what another process changed.
  */
-import type { AssignedAttempt } from '../core/protocol.js';
 import type { Clock } from '../core/clock.js';
+import { mayExpireLeases } from '../core/lease.js';
+import type { ServerMessage } from '../core/protocol.js';
 import type { Attempt, Task } from '../core/task.js';
 import type { Store } from '../store/store.js';
 import type { TaskBus } from './task-bus.js';
@@ -31,12 +32,21 @@ export interface SchedulerOptions {
 export interface WorkerLink {
   readonly workerId: string;
   readonly slots: number;
-  /** Attempts assigned to this worker that have not ended. */
-  readonly running: Set<number>;
+  readonly labels: Record<string, string>;
+  /** How many attempts assigned to this worker have not ended. */
+  readonly runningCount: number;
   /** The agent said it is draining: it gets no new work. */
   readonly draining: boolean;
+  /** When a frame last came from the agent (server clock). */
+  readonly lastHeardAt: number;
+  /** Is the attempt assigned to this worker and not ended? */
+  has(attemptId: number): boolean;
+  /** Pushes a claimed attempt (records its fencing token); false if the socket is gone. */
+  assign(task: Task, attempt: Attempt): boolean;
+  /** Forgets an attempt the server ended (lease expiry). */
+  drop(attemptId: number): void;
   /** False if the socket is gone. */
-  send(msg: import('../core/protocol.js').ServerMessage): boolean;
+  send(msg: ServerMessage): boolean;
   close(reason: string): void;
 }
 
@@ -50,10 +60,15 @@ export interface Logger {
 const MAX_CLAIMS_PER_ROUND = 64;
 /** The sweeper lease lasts this many sweep periods: a dead leader is replaced within ~5 s by default. */
 const LEADER_TTL_FACTOR = 5;
+/** Rows one sweep statement ends or promotes; a sweep repeats it until a batch comes back short. */
+export const SWEEP_BATCH = 256;
+/** Batches per sweep at most, so one sweep cannot monopolize the server (the next sweep goes on). */
+const MAX_SWEEP_BATCHES = 16;
 
 export class Scheduler {
   private readonly links = new Map<string, WorkerLink>();
   private dispatching = false;
+  private loop: Promise<void> = Promise.resolve();
   private again = false;
   private wakeTimer: NodeJS.Timeout | null = null;
   private wakeAt = Infinity;
@@ -62,6 +77,8 @@ export class Scheduler {
   private unsubscribe: (() => void) | null = null;
   /** Whether this server held the sweeper lease at its last sweep. */
   leading = false;
+  /** When start() ran (server clock): no lease is ended before one full lease after it (core/lease.ts). */
+  private startedAt = 0;
 
   constructor(
     private readonly store: Store,
@@ -81,6 +98,7 @@ export class Scheduler {
         case 'task':
           return this.bus.notify(sig.taskId);
         case 'cancel':
+          // The fast path. The stop order is also stored, and repeated on every heartbeat answer.
           this.linkOf(sig.attemptId)?.send({ type: 'cancel', attemptId: sig.attemptId, reason: 'task cancelled' });
           return;
         case 'drain':
@@ -92,6 +110,7 @@ export class Scheduler {
         }
       }
     });
+    this.startedAt = this.clock.now();
     this.sweepTimer = setInterval(() => void this.sweep(), this.opts.sweepMs);
     this.sweepTimer.unref();
     void this.sweep();
@@ -104,6 +123,23 @@ export class Scheduler {
     if (this.wakeTimer) clearTimeout(this.wakeTimer);
   }
 
+  /**
+   * Null if `link` may take `workerId`, else why not. A session whose agent
+   * was heard from within the liveness bound (two heartbeats) keeps its id:
+   * a second session cannot take over a live worker. A silent one (its agent
+   * is gone or partitioned, the socket not yet closed) is closed and replaced,
+   * so an agent that reconnects after a network blip gets its id back.
+   */
+  canTakeWorkerId(workerId: string, link: WorkerLink): string | null {
+    const old = this.links.get(workerId);
+    if (!old || old === link) return null;
+    const silentMs = this.clock.now() - old.lastHeardAt;
+    if (silentMs <= 2 * this.opts.heartbeatMs) return `worker ${workerId} is connected in another session (heard from ${silentMs} ms ago)`;
+    old.close('replaced by a newer connection of the same worker (this one was silent)');
+    this.links.delete(workerId);
+    return null;
+  }
+
   addLink(link: WorkerLink): void {
     const old = this.links.get(link.workerId);
     if (old && old !== link) old.close('replaced by a newer connection of the same worker');
@@ -111,12 +147,15 @@ export class Scheduler {
     this.kick();
   }
 
-  removeLink(link: WorkerLink): void {
-    if (this.links.get(link.workerId) === link) this.links.delete(link.workerId);
+  /** True if `link` was the worker's current link (and is now removed). */
+  removeLink(link: WorkerLink): boolean {
+    if (this.links.get(link.workerId) !== link) return false;
+    this.links.delete(link.workerId);
+    return true;
   }
 
   linkOf(attemptId: number): WorkerLink | undefined {
-    for (const l of this.links.values()) if (l.running.has(attemptId)) return l;
+    for (const l of this.links.values()) if (l.has(attemptId)) return l;
     return undefined;
   }
 
@@ -132,7 +171,12 @@ export class Scheduler {
       return;
     }
     this.dispatching = true;
-    queueMicrotask(() => void this.dispatchLoop());
+    this.loop = new Promise<void>((resolve) => queueMicrotask(() => void this.dispatchLoop().finally(resolve)));
+  }
+
+  /** Resolves when no dispatch pass is running or asked for (tests; orderly shutdown). */
+  async whenIdle(): Promise<void> {
+    while (this.dispatching) await this.loop;
   }
 
   private async dispatchLoop(): Promise<void> {
@@ -164,7 +208,7 @@ export class Scheduler {
     let roundSize = this.store.capabilities.groupCommit ? MAX_CLAIMS_PER_ROUND : 1;
     for (;;) {
       const free = new Map<WorkerLink, number>();
-      for (const l of this.links.values()) if (!l.draining && l.slots > l.running.size) free.set(l, l.slots - l.running.size);
+      for (const l of this.links.values()) if (!l.draining && l.slots > l.runningCount) free.set(l, l.slots - l.runningCount);
       const order: WorkerLink[] = [];
       const byFree = [...free.entries()].sort((a, b) => b[1] - a[1]);
       for (let round = 0; order.length < roundSize; round++) {
@@ -174,17 +218,15 @@ export class Scheduler {
       }
       if (order.length === 0) return;
       const now = this.clock.now();
-      const claims = await Promise.all(order.map((l) => this.store.claimNext(l.workerId, now, this.opts.leaseMs)));
+      const claims = await Promise.all(order.map((l) => this.store.claimNext({ id: l.workerId, labels: l.labels }, now, this.opts.leaseMs)));
       let got = 0;
       for (const [i, claim] of claims.entries()) {
         if (!claim) continue;
         got++;
         const link = order[i]!;
-        link.running.add(claim.attempt.id);
-        if (!link.send({ type: 'assign', attempt: assignment(claim.task, claim.attempt) })) {
+        if (!link.assign(claim.task, claim.attempt)) {
           // The socket closed between choosing and sending: give the task back now
-          // rather than after the lease runs out.
-          link.running.delete(claim.attempt.id);
+          // rather than after the lease runs out (no process was started).
           await this.endLost(claim.attempt, 'worker connection closed before the assignment was sent');
         }
       }
@@ -193,10 +235,17 @@ export class Scheduler {
     }
   }
 
-  /** Ends an attempt as lost (no retry used) and requeues its task. */
-  async endLost(attempt: Attempt, error: string): Promise<void> {
+  /**
+   * Ends an attempt as lost (no retry used) and requeues its task. With
+   * `leaseExpired` the store re-checks the expiry inside the ending
+   * transaction, so a heartbeat that renewed the lease meanwhile wins.
+   * True if this call ended it.
+   */
+  async endLost(attempt: Attempt, error: string, leaseExpired = false): Promise<boolean> {
     // The store signals the task, and wake when it is requeued.
-    await this.store.endAttempt(attempt.id, attempt.id, { outcome: 'lost', exitCode: null, signal: null, error, durationMs: null }, 'scheduler', this.clock.now());
+    const end = { outcome: 'lost' as const, exitCode: null, signal: null, error, durationMs: null };
+    const res = await this.store.endAttempt(attempt.id, attempt.fencingToken, end, 'scheduler', this.clock.now(), leaseExpired ? { leaseExpired: true } : {});
+    return res !== null;
   }
 
   /** Called after a task entered `retrying`: wake when its backoff ends. */
@@ -218,10 +267,27 @@ export class Scheduler {
   }
 
   private async promote(): Promise<void> {
-    // Each promoted task is signalled (wake + task) by the store.
-    await this.store.promoteDue(this.clock.now());
+    // Each promoted task is signalled (wake + task) by the store. In batches, so a
+    // backlog of due retries costs bounded statements.
+    for (let i = 0; i < MAX_SWEEP_BATCHES; i++) {
+      const ids = await this.store.promoteDue(this.clock.now(), SWEEP_BATCH);
+      if (ids.length < SWEEP_BATCH) break;
+    }
     const next = await this.store.nextDueAt();
     if (next !== null) this.wakeAtTime(next);
+  }
+
+  /** Ends, in bounded batches, the attempts whose lease expired; each end re-checks the expiry itself. */
+  private async expireLeases(now: number): Promise<void> {
+    for (let i = 0; i < MAX_SWEEP_BATCHES; i++) {
+      const expired = await this.store.expiredAttempts(now, SWEEP_BATCH);
+      for (const a of expired) {
+        if (!(await this.endLost(a, `lease expired: worker ${a.workerId} silent for ${this.opts.leaseMs} ms`, true))) continue;
+        this.linkOf(a.id)?.drop(a.id);
+        this.log.warn({ attemptId: a.id, taskId: a.taskId, workerId: a.workerId }, 'lease expired: attempt lost');
+      }
+      if (expired.length < SWEEP_BATCH) return;
+    }
   }
 
   /** The fallback: expire leases, promote due retries, dispatch what may have been missed. */
@@ -236,31 +302,12 @@ export class Scheduler {
       const leading = await this.store.acquireLeadership('lease-sweeper', this.opts.serverId, now, this.opts.sweepMs * LEADER_TTL_FACTOR);
       if (leading !== this.leading) this.log.info({ serverId: this.opts.serverId }, leading ? 'now leading the lease sweeper' : 'no longer leading the lease sweeper');
       this.leading = leading;
-      const expired = leading ? await this.store.expiredAttempts(now) : [];
-      for (const a of expired) {
-        this.linkOf(a.id)?.running.delete(a.id);
-        this.log.warn({ attemptId: a.id, taskId: a.taskId, workerId: a.workerId }, 'lease expired: attempt lost');
-        await this.endLost(a, `lease expired: worker ${a.workerId} silent for ${this.opts.leaseMs} ms`);
-      }
+      // A server that just started gives agents one lease to reconnect before ending any.
+      if (leading && mayExpireLeases(this.startedAt, now, this.opts.leaseMs)) await this.expireLeases(now);
       await this.promote();
       this.kick();
     } catch (err) {
       this.log.error({ err }, 'sweep failed');
     }
   }
-}
-
-export function assignment(task: Task, attempt: Attempt): AssignedAttempt {
-  return {
-    attemptId: attempt.id,
-    fencingToken: attempt.id,
-    taskId: task.id,
-    number: attempt.number,
-    command: task.command,
-    args: task.args,
-    script: task.script,
-    interpreter: task.interpreter,
-    env: task.env,
-    timeoutMs: task.timeoutMs,
-  };
 }

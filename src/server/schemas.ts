@@ -11,6 +11,9 @@ import { RETRY_LIMITS } from '../core/retry-policy.js';
 import { TASK_STATES } from '../core/task-state.js';
 
 const StringMap = Type.Record(Type.String({ minLength: 1, maxLength: 256 }), Type.String({ maxLength: 65536 }));
+/** Placement constraints: keys and values as labels, at most 64 of them (each one is checked against every worker's labels). */
+export const MAX_REQUIRES = 64;
+const RequiresMap = Type.Record(Type.String({ minLength: 1, maxLength: 256 }), Type.String({ maxLength: 65536 }), { maxProperties: MAX_REQUIRES });
 /** Integer milliseconds or a string such as "30s", "1h30m". */
 const Duration = Type.Union([Type.Integer({ minimum: 0 }), Type.String({ minLength: 1, maxLength: 32 })]);
 const Iso = Type.String({ format: 'date-time' });
@@ -42,10 +45,34 @@ export const SubmitBody = Type.Object(
     ),
     priority: Type.Optional(Type.Integer({ minimum: -1000, maximum: 1000 })),
     labels: Type.Optional(StringMap),
+    requires: Type.Optional(RequiresMap),
   },
   { additionalProperties: false },
 );
 export type SubmitBody = Static<typeof SubmitBody>;
+
+/**
+ * Request headers a route reads, with the rule a value must follow. Fastify
+ * validates them with the route's `headers` schema (built from this table);
+ * error-handler.ts names the header as written here and states the rule.
+ */
+export const HEADER_RULES = {
+  'idempotency-key': { name: 'Idempotency-Key', rule: '1..255 visible ASCII characters (0x21-0x7E)', minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7E]+$' },
+} as const;
+
+export const SubmitHeaders = Type.Object({
+  'idempotency-key': Type.Optional(
+    Type.String({
+      minLength: HEADER_RULES['idempotency-key'].minLength,
+      maxLength: HEADER_RULES['idempotency-key'].maxLength,
+      pattern: HEADER_RULES['idempotency-key'].pattern,
+      description:
+        'Makes the submit idempotent per user: a repeat with the same key and the same body returns the first task (200) instead of creating another; ' +
+        'the same key with a different body is a 409. 1..255 visible ASCII characters.',
+    }),
+  ),
+});
+export type SubmitHeaders = Static<typeof SubmitHeaders>;
 
 export const ListQuery = Type.Object(
   {
@@ -111,6 +138,7 @@ export const TaskSchema = Type.Object({
   retry: Type.Object({ maxRetries: Type.Integer(), baseDelayMs: Type.Integer(), factor: Type.Number(), maxDelayMs: Type.Integer() }),
   priority: Type.Integer(),
   labels: Type.Record(Type.String(), Type.String()),
+  requires: Type.Record(Type.String(), Type.String()),
   attempts: Type.Integer(),
   retriesUsed: Type.Integer(),
   lostCount: Type.Integer(),

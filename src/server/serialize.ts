@@ -20,6 +20,7 @@ export function taskJson(t: Task) {
     retry: t.retry,
     priority: t.priority,
     labels: t.labels,
+    requires: t.requires,
     attempts: t.attempts,
     retriesUsed: t.retriesUsed,
     lostCount: t.lostCount,
@@ -30,6 +31,7 @@ export function taskJson(t: Task) {
   };
 }
 
+/** The fencing token is the attempt's secret (core/task.ts): it is deliberately not listed here. */
 export function attemptJson(a: Attempt) {
   return {
     id: a.id,

@@ -3,6 +3,7 @@
  * cross-field rules JSON Schema cannot say well (exactly one of command/script).
  * Throws InvalidInputError naming the field.
  */
+import { createHash } from 'node:crypto';
 import { parseDuration } from '../core/duration.js';
 import { InvalidInputError } from '../core/errors.js';
 import { DEFAULT_RETRY_POLICY, RETRY_LIMITS } from '../core/retry-policy.js';
@@ -40,10 +41,26 @@ function rejectNul(body: SubmitBody): void {
     check('labels', k);
     check(`labels.${k}`, v);
   }
+  for (const [k, v] of Object.entries(body.requires ?? {})) {
+    check('requires', k);
+    check(`requires.${k}`, v);
+  }
+}
+
+/**
+ * Map keys (labels, requires): the schema's key length is not enforced by
+ * JSON Schema records (TypeBox renders them as patternProperties), so here.
+ */
+function checkKeys(field: string, map: Record<string, string> | undefined): void {
+  for (const k of Object.keys(map ?? {})) {
+    if (k.length < 1 || k.length > 256) throw new InvalidInputError(field, `keys must be 1..256 characters (got ${k.length})`);
+  }
 }
 
 export function toTaskSpec(body: SubmitBody): TaskSpec {
   rejectNul(body);
+  checkKeys('labels', body.labels);
+  checkKeys('requires', body.requires);
   if (body.command === undefined && body.script === undefined) throw new InvalidInputError('command', 'required: give "command" (with optional "args") or "script"');
   if (body.command !== undefined && body.script !== undefined) throw new InvalidInputError('script', 'give either "command" or "script", not both');
   if (body.args !== undefined && body.command === undefined) throw new InvalidInputError('args', 'only allowed with "command"');
@@ -71,5 +88,24 @@ export function toTaskSpec(body: SubmitBody): TaskSpec {
     },
     priority: body.priority ?? 0,
     labels: body.labels ?? {},
+    requires: body.requires ?? {},
   };
+}
+
+/**
+ * JSON with object keys sorted at every level, so two bodies that mean the
+ * same (keys in another order, other whitespace) give the same text.
+ */
+export function canonicalJson(v: unknown): string {
+  if (v === null || typeof v !== 'object') return JSON.stringify(v) ?? 'null';
+  if (Array.isArray(v)) return `[${v.map(canonicalJson).join(',')}]`;
+  const entries = Object.entries(v as Record<string, unknown>)
+    .filter(([, x]) => x !== undefined)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return `{${entries.map(([k, x]) => `${JSON.stringify(k)}:${canonicalJson(x)}`).join(',')}}`;
+}
+
+/** What an idempotency key is bound to: sha256 (hex) of the validated body's canonical JSON. */
+export function requestHash(body: SubmitBody): string {
+  return createHash('sha256').update(canonicalJson(body), 'utf8').digest('hex');
 }

@@ -2,48 +2,104 @@
  * One agent's WebSocket connection, server side: registration, heartbeats,
  * log chunks and exit reports (protocol in src/core/protocol.ts).
  *
+ * Trust boundary. The session speaks only for its own worker:
+ *   - it was opened with a worker token (checked on the route and again
+ *     here); the worker id in `hello` is bound to that token in the store
+ *     (registerWorker), and a second session cannot take over an id whose
+ *     session on this server is alive;
+ *   - every frame is validated (worker-messages.ts) before it is acted on; a
+ *     bad one closes this session only, with the reason logged;
+ *   - a report about an attempt (started, log, exit, hello running/killed) is
+ *     accepted only for an attempt assigned to this worker, with its random
+ *     fencing token: first against what this session assigned or re-attached
+ *     (in memory), then by the store's fence inside the write (core/fence.ts).
+ *     A refused one changes nothing, is answered with `reject` and recorded.
+ *
  * Messages are handled strictly in arrival order through one queue, because
  * order carries meaning: an attempt's last log chunk precedes its exit. Runs of
  * log chunks are written to the store in one transaction per attempt, which is
  * what keeps a task printing at full speed from costing a commit per chunk.
+ * The queue is bounded: past MAX_QUEUED messages the socket is paused (TCP
+ * backpressure slows the agent) until the session has caught up.
  */
 import type { WebSocket } from 'ws';
 import type { Clock } from '../core/clock.js';
-import { PROTOCOL_VERSION, type AgentMessage, type ServerMessage } from '../core/protocol.js';
-import type { NewLogChunk, Store } from '../store/store.js';
+import { tokensEqual } from '../core/fence.js';
+import { PROTOCOL_VERSION, type AgentMessage, type AssignedAttempt, type ServerMessage, type StopOrder } from '../core/protocol.js';
+import type { Attempt, Task } from '../core/task.js';
+import type { NewLogChunk, Store, WorkerRecord } from '../store/store.js';
+import type { Principal } from './auth.js';
 import type { Logger, Scheduler, WorkerLink } from './scheduler.js';
+import { parseAgentFrame, type HelloMessage } from './worker-messages.js';
 
 const HELLO_TIMEOUT_MS = 10_000;
-/** What an agent may report; `lost` = given up without a result (drain timeout): requeued without using a retry. */
-const EXIT_OUTCOMES = new Set(['succeeded', 'failed', 'timed_out', 'cancelled', 'lost']);
+/** Messages waiting to be handled before the socket is paused. */
+export const MAX_QUEUED = 1024;
 type LogMsg = Extract<AgentMessage, { type: 'log' }>;
+type ReportMsg = Extract<AgentMessage, { type: 'log' | 'exit' | 'started' }>;
+
+/** Close codes (4000-4999 are the application's). */
+const CLOSE_PROTOCOL = 4002;
+const CLOSE_REFUSED = 4003;
+const CLOSE_OTHER = 4000;
+
+export interface SessionDeps {
+  store: Store;
+  scheduler: Scheduler;
+  clock: Clock;
+  log: Logger;
+  /** Revocation: the session registers under its token and is closed when it is revoked. */
+  sessions?: { register(tokenId: string, close: (reason: string) => void): () => void };
+}
 
 export class WorkerSession implements WorkerLink {
   workerId = '';
   slots = 0;
-  private hello: Omit<import('../store/store.js').WorkerRecord, 'state'> | null = null;
-  readonly running = new Set<number>();
+  labels: Record<string, string> = {};
+  /** Attempts assigned to (or re-attached by) this session that have not ended, with their fencing tokens. */
+  readonly attempts = new Map<number, string>();
   /** The agent said it is draining (protocol `draining`). */
   draining = false;
+  /** When a frame last arrived (server clock): a session silent past the liveness bound may be replaced. */
+  lastHeardAt: number;
   private readonly queue: AgentMessage[] = [];
+  private paused = false;
   /** A handleQueued() loop is running. */
   private handling = false;
   private registered = false;
   private closed = false;
   private readonly helloTimer: NodeJS.Timeout;
+  private readonly unregister: () => void;
+  private readonly store: Store;
+  private readonly scheduler: Scheduler;
+  private readonly clock: Clock;
+  private readonly log: Logger;
 
   constructor(
     private readonly ws: WebSocket,
     private readonly remote: string,
-    private readonly store: Store,
-    private readonly scheduler: Scheduler,
-    private readonly clock: Clock,
-    private readonly log: Logger,
+    private readonly principal: Principal,
+    deps: SessionDeps,
   ) {
+    ({ store: this.store, scheduler: this.scheduler, clock: this.clock, log: this.log } = deps);
+    this.lastHeardAt = this.clock.now();
     this.helloTimer = setTimeout(() => this.close('no hello within 10 s'), HELLO_TIMEOUT_MS);
+    this.unregister = deps.sessions?.register(principal.tokenId, (reason) => this.close(reason, CLOSE_REFUSED)) ?? (() => {});
     ws.on('message', (data, isBinary) => this.onFrame(data as Buffer, isBinary));
     ws.on('close', () => void this.onClose());
     ws.on('error', (err) => this.log.warn({ err, workerId: this.workerId }, 'worker socket error'));
+    if (principal.role !== 'worker') {
+      // The route admits worker tokens only; this is the second check, in the handler itself.
+      this.close('only worker tokens may connect as a worker', CLOSE_REFUSED);
+    }
+  }
+
+  get runningCount(): number {
+    return this.attempts.size;
+  }
+
+  has(attemptId: number): boolean {
+    return this.attempts.has(attemptId);
   }
 
   send(msg: ServerMessage): boolean {
@@ -52,22 +108,40 @@ export class WorkerSession implements WorkerLink {
     return true;
   }
 
-  close(reason: string): void {
-    if (this.ws.readyState === this.ws.OPEN) this.ws.close(4000, reason.slice(0, 120));
+  /** Pushes a claimed attempt to the agent; false if the socket is gone (the caller gives the task back). */
+  assign(task: Task, attempt: Attempt): boolean {
+    this.attempts.set(attempt.id, attempt.fencingToken);
+    if (this.send({ type: 'assign', attempt: assignment(task, attempt) })) return true;
+    this.attempts.delete(attempt.id);
+    return false;
+  }
+
+  /** Forget an attempt the server ended on its own (lease expiry). */
+  drop(attemptId: number): void {
+    this.attempts.delete(attemptId);
+  }
+
+  close(reason: string, code = CLOSE_OTHER): void {
+    if (this.ws.readyState === this.ws.OPEN || this.ws.readyState === this.ws.CONNECTING) this.ws.close(code, reason.slice(0, 120));
+  }
+
+  private protocolError(reason: string): void {
+    this.log.warn({ remote: this.remote, workerId: this.workerId || undefined, reason }, 'protocol error from worker; closing its connection');
+    this.closed = true;
+    this.queue.length = 0;
+    this.close(`protocol error: ${reason}`, CLOSE_PROTOCOL);
   }
 
   private onFrame(data: Buffer, isBinary: boolean): void {
-    let msg: AgentMessage;
-    try {
-      if (isBinary) throw new Error('binary frame');
-      msg = JSON.parse(data.toString('utf8')) as AgentMessage;
-      if (typeof msg !== 'object' || msg === null || typeof msg.type !== 'string') throw new Error('not a message object');
-    } catch (err) {
-      this.log.warn({ err, remote: this.remote }, 'malformed frame from worker; closing');
-      this.close('protocol error: malformed frame');
-      return;
+    if (this.closed) return;
+    this.lastHeardAt = this.clock.now();
+    const parsed = parseAgentFrame(data, isBinary);
+    if (!parsed.ok) return this.protocolError(parsed.reason);
+    this.queue.push(parsed.msg);
+    if (this.queue.length >= MAX_QUEUED && !this.paused) {
+      this.paused = true;
+      this.ws.pause();
     }
-    this.queue.push(msg);
     if (!this.handling) void this.handleQueued();
   }
 
@@ -88,6 +162,7 @@ export class WorkerSession implements WorkerLink {
           continue;
         }
         const batch = this.queue.splice(0);
+        this.resumeIfPaused();
         const logs = batch.filter((m): m is LogMsg => m.type === 'log');
         const work: Promise<void>[] = [];
         if (logs.length) work.push(this.onLogs(logs));
@@ -99,131 +174,203 @@ export class WorkerSession implements WorkerLink {
       this.close('server error');
     } finally {
       this.handling = false;
+      this.resumeIfPaused();
+    }
+  }
+
+  private resumeIfPaused(): void {
+    if (this.paused && this.queue.length < MAX_QUEUED / 2) {
+      this.paused = false;
+      this.ws.resume();
     }
   }
 
   private async handle(msg: AgentMessage): Promise<void> {
-    if (!this.registered && msg.type !== 'hello') {
-      this.close('protocol error: hello expected first');
-      return;
-    }
+    if (!this.registered && msg.type !== 'hello') return this.protocolError(`${msg.type} before hello`);
     switch (msg.type) {
       case 'hello':
-        return this.onHello(msg);
-      case 'heartbeat': {
-        const now = this.clock.now();
-        await this.store.renewLeases(this.workerId, [...this.running], now, this.scheduler.opts.leaseMs);
-        if (this.hello) await this.store.upsertWorker({ ...this.hello, lastSeenAt: now });
-        return;
-      }
+        if (this.registered) return this.protocolError('a second hello on one connection');
+        return this.onHello(msg as HelloMessage);
+      case 'heartbeat':
+        return this.onHeartbeat(msg);
       case 'started':
+        if (!this.owns(msg)) return this.fenced(msg.attemptId, 'started', 'not an attempt of this worker');
         return;
       case 'draining':
         this.draining = true;
-        this.log.info({ workerId: this.workerId, running: this.running.size }, 'worker is draining: no new work');
+        this.log.info({ workerId: this.workerId, running: this.attempts.size }, 'worker is draining: no new work');
         return;
       case 'exit':
         return this.onExit(msg);
       case 'log':
         return this.onLogs([msg]);
-      default:
-        this.log.warn({ msg }, 'unknown message type from worker; ignored');
+      default: {
+        const never: never = msg;
+        return this.protocolError(`unhandled message ${JSON.stringify(never).slice(0, 40)}`);
+      }
     }
   }
 
-  private async onHello(msg: Extract<AgentMessage, { type: 'hello' }>): Promise<void> {
-    if (this.registered) return;
-    const valid = typeof msg.workerId === 'string' && /^[A-Za-z0-9._:-]{1,100}$/.test(msg.workerId) && Number.isInteger(msg.slots) && msg.slots >= 1 && msg.slots <= 1024;
-    if (!valid || msg.version !== PROTOCOL_VERSION) {
-      this.close(`protocol error: bad hello (version ${String(msg.version)}, expected ${PROTOCOL_VERSION})`);
+  /** The in-memory half of the fence: this session assigned or re-attached the attempt, under this token. */
+  private owns(m: ReportMsg): boolean {
+    const token = this.attempts.get(m.attemptId);
+    return token !== undefined && tokensEqual(token, m.fencingToken);
+  }
+
+  private async onHello(msg: HelloMessage): Promise<void> {
+    if (msg.version !== PROTOCOL_VERSION) {
+      this.close(`protocol error: version ${msg.version}, this server speaks ${PROTOCOL_VERSION}`, CLOSE_PROTOCOL);
+      this.closed = true;
       return;
     }
     clearTimeout(this.helloTimer);
+    const actor = `worker:${msg.workerId}`;
+    // A live session of the same worker on this server keeps it; a stale one is replaced.
+    const refusal = this.scheduler.canTakeWorkerId(msg.workerId, this);
+    if (refusal) {
+      this.log.warn({ workerId: msg.workerId, remote: this.remote }, `refused a second session: ${refusal}`);
+      this.close(refusal, CLOSE_REFUSED);
+      this.closed = true;
+      return;
+    }
+    const now = this.clock.now();
+    const rec: Omit<WorkerRecord, 'state'> = { id: msg.workerId, hostname: msg.hostname, slots: msg.slots, labels: msg.labels, connectedAt: now, lastSeenAt: now };
+    if (!(await this.store.registerWorker(rec, this.principal.tokenId))) {
+      this.log.warn({ workerId: msg.workerId, tokenId: this.principal.tokenId, remote: this.remote }, 'refused hello: the worker id is bound to another token');
+      this.close(`worker id ${msg.workerId} is registered to another worker token`, CLOSE_REFUSED);
+      this.closed = true;
+      return;
+    }
     this.workerId = msg.workerId;
     this.slots = msg.slots;
-    const now = this.clock.now();
-    this.hello = { id: msg.workerId, hostname: String(msg.hostname ?? ''), slots: msg.slots, labels: msg.labels ?? {}, connectedAt: now, lastSeenAt: now };
-    await this.store.upsertWorker(this.hello);
-    // Re-attach attempts the agent kept running through a reconnect, if they are still current.
-    const stale: number[] = [];
-    for (const r of msg.running ?? []) {
-      const check = await this.store.checkReport(r.attemptId, r.fencingToken);
-      if (check.ok && check.attempt.workerId === msg.workerId) this.running.add(r.attemptId);
-      else {
-        // A late report (the attempt was ended or given to someone else meanwhile): rejected, and logged.
-        stale.push(r.attemptId);
-        await this.store.recordFencedReport(r.attemptId, `hello (${check.ok ? 'attempt belongs to another worker' : check.reason})`, `worker:${msg.workerId}`, now);
-        this.log.warn({ attemptId: r.attemptId, workerId: msg.workerId }, 'worker reconnected with an attempt that is no longer current; it will stop it');
+    this.labels = msg.labels;
+
+    // Re-attach attempts the agent kept running through a reconnect, if they are its own and current.
+    const stop: StopOrder[] = [];
+    const checks = await Promise.all(msg.running.map((r) => this.store.checkReport(r.attemptId, r.fencingToken, msg.workerId)));
+    const current: number[] = [];
+    for (const [i, r] of msg.running.entries()) {
+      const check = checks[i]!;
+      if (check.ok) {
+        this.attempts.set(r.attemptId, r.fencingToken);
+        current.push(r.attemptId);
+      } else {
+        // A late report (ended, superseded, or never this worker's): the agent kills it; recorded.
+        stop.push({ attemptId: r.attemptId, reason: `attempt is no longer current (${check.reason})`, report: false });
+        await this.store.recordFencedReport(r.attemptId, `hello (${check.reason})`, actor, now);
+        this.log.warn({ attemptId: r.attemptId, workerId: msg.workerId, reason: check.reason }, 'worker reconnected with an attempt that is no longer current; it will stop it');
       }
     }
-    if (this.running.size) await this.store.renewLeases(this.workerId, [...this.running], now, this.scheduler.opts.leaseMs);
-    // Attempts the agent stopped on its own while it could reach no server (self-fencing):
-    // they were already ended as lost by the lease sweeper; the kill goes into their history.
-    for (const k of Array.isArray(msg.killed) ? msg.killed : []) {
-      if (Number.isSafeInteger(k?.attemptId)) await this.store.recordFencedReport(k.attemptId, `agent killed it: ${String(k.reason ?? 'self-fencing').slice(0, 300)}`, `worker:${msg.workerId}`, now);
+    if (current.length) {
+      // Renewal, and the stored stop orders (a cancel made while the agent was away).
+      const renewed = await this.store.renewLeases(this.workerId, current, now, this.scheduler.opts.leaseMs);
+      stop.push(...renewed.stop);
     }
+    // Attempts the agent stopped on its own while it could reach no server (self-fencing):
+    // recorded on their tasks if they were this worker's, under their token.
+    for (const k of msg.killed ?? []) {
+      const a = await this.store.getAttempt(k.attemptId);
+      if (a && a.workerId === msg.workerId && tokensEqual(a.fencingToken, k.fencingToken)) {
+        await this.store.recordFencedReport(k.attemptId, `agent killed it: ${k.reason}`, actor, now);
+      }
+    }
+    for (const s of stop) if (!s.report) this.attempts.delete(s.attemptId);
     this.registered = true;
-    this.send({ type: 'welcome', workerId: msg.workerId, heartbeatMs: this.scheduler.opts.heartbeatMs, leaseMs: this.scheduler.opts.leaseMs, stale });
-    this.log.info({ workerId: msg.workerId, slots: msg.slots, remote: this.remote, reattached: this.running.size }, 'worker connected');
+    this.send({ type: 'welcome', workerId: msg.workerId, heartbeatMs: this.scheduler.opts.heartbeatMs, leaseMs: this.scheduler.opts.leaseMs, stop });
+    this.log.info({ workerId: msg.workerId, slots: msg.slots, remote: this.remote, reattached: this.attempts.size, stop: stop.length }, 'worker connected');
     this.scheduler.addLink(this);
   }
 
+  private async onHeartbeat(msg: Extract<AgentMessage, { type: 'heartbeat' }>): Promise<void> {
+    const now = this.clock.now();
+    // Only this session's attempts are renewed; the store renews only this worker's running ones.
+    const listed = msg.running.filter((id) => this.attempts.has(id));
+    const stop: StopOrder[] = msg.running.filter((id) => !this.attempts.has(id)).map((attemptId) => ({ attemptId, reason: 'not an attempt of this worker session', report: false }));
+    const [renewed] = await Promise.all([
+      listed.length ? this.store.renewLeases(this.workerId, listed, now, this.scheduler.opts.leaseMs) : Promise.resolve({ renewed: [], stop: [] }),
+      this.store.touchWorker(this.workerId, now),
+    ]);
+    stop.push(...renewed.stop);
+    for (const s of stop) if (!s.report) this.attempts.delete(s.attemptId);
+    this.send({ type: 'heartbeat_ack', seq: msg.seq, stop });
+  }
+
   private async onLogs(msgs: LogMsg[]): Promise<void> {
-    const byAttempt = new Map<number, { token: number; chunks: NewLogChunk[] }>();
+    const byAttempt = new Map<number, { token: string; chunks: NewLogChunk[] }>();
+    const refused = new Set<number>();
     for (const m of msgs) {
+      if (!this.owns(m)) {
+        refused.add(m.attemptId);
+        continue;
+      }
       let g = byAttempt.get(m.attemptId);
       if (!g) byAttempt.set(m.attemptId, (g = { token: m.fencingToken, chunks: [] }));
-      g.chunks.push({ seq: m.seq, stream: m.stream === 'stderr' ? 'stderr' : 'stdout', data: Buffer.from(m.data, 'base64') });
+      g.chunks.push({ seq: m.seq, stream: m.stream, data: Buffer.from(m.data, 'base64') });
     }
     // Request every attempt's append before awaiting any (see handleQueued()).
-    await Promise.all(
-      [...byAttempt].map(async ([attemptId, g]) => {
-        const ok = await this.store.appendLogs(attemptId, g.token, g.chunks, this.clock.now());
+    await Promise.all([
+      ...[...refused].map((id) => this.fenced(id, 'log', 'not an attempt of this worker')),
+      ...[...byAttempt].map(async ([attemptId, g]) => {
+        const ok = await this.store.appendLogs(attemptId, g.token, this.workerId, g.chunks, this.clock.now());
         if (!ok) return this.fenced(attemptId, 'log');
         this.send({ type: 'ack', attemptId, seq: g.chunks[g.chunks.length - 1]!.seq });
       }),
-    );
+    ]);
   }
 
   private async onExit(msg: Extract<AgentMessage, { type: 'exit' }>): Promise<void> {
-    const outcome = msg.outcome;
-    if (!EXIT_OUTCOMES.has(outcome)) {
-      this.close(`protocol error: unknown exit outcome ${String(outcome).slice(0, 40)}`);
-      return;
-    }
-    const end = { outcome, exitCode: msg.exitCode ?? null, signal: msg.signal ?? null, error: msg.error ?? null, durationMs: Math.round(msg.durationMs ?? 0) };
-    const res = await this.store.endAttempt(msg.attemptId, msg.fencingToken, end, `worker:${this.workerId}`, this.clock.now());
-    this.running.delete(msg.attemptId);
+    if (!this.owns(msg)) return this.fenced(msg.attemptId, 'exit', 'not an attempt of this worker');
+    const end = { outcome: msg.outcome, exitCode: msg.exitCode, signal: msg.signal, error: msg.error, durationMs: Math.round(msg.durationMs) };
+    const res = await this.store.endAttempt(msg.attemptId, msg.fencingToken, end, `worker:${this.workerId}`, this.clock.now(), { workerId: this.workerId });
+    this.attempts.delete(msg.attemptId);
     if (res) {
       if (res.task.state === 'retrying' && res.task.runAfter !== null) this.scheduler.wakeAtTime(res.task.runAfter);
     } else {
       const a = await this.store.getAttempt(msg.attemptId);
-      // An exit for an attempt that already ended normally is a resend after a reconnect: ack it again.
-      // One for an attempt that was declared lost (or never existed) is a fenced report.
-      if (!a || a.state === 'lost' || a.id !== msg.fencingToken) await this.fenced(msg.attemptId, 'exit');
+      // An exit for an attempt of ours that already ended normally is a resend after a reconnect: ack it again.
+      // One for an attempt that was declared lost is a fenced report.
+      if (!a || a.state === 'lost' || a.state === 'running') await this.fenced(msg.attemptId, 'exit');
     }
     this.send({ type: 'exit_ack', attemptId: msg.attemptId });
     // A slot of this worker is free again (not a store change, so no signal says so).
     this.scheduler.kick();
   }
 
-  private async fenced(attemptId: number, kind: string): Promise<void> {
-    this.running.delete(attemptId);
-    await this.store.recordFencedReport(attemptId, kind, `worker:${this.workerId}`, this.clock.now());
-    this.send({ type: 'reject', attemptId, reason: 'attempt is no longer current (fenced)' });
-    this.log.warn({ attemptId, kind, workerId: this.workerId }, 'rejected a report from a fenced attempt');
+  private async fenced(attemptId: number, kind: string, why?: string): Promise<void> {
+    this.attempts.delete(attemptId);
+    await this.store.recordFencedReport(attemptId, why ? `${kind} (${why})` : kind, `worker:${this.workerId}`, this.clock.now());
+    this.send({ type: 'reject', attemptId, reason: why ?? 'attempt is no longer current (fenced)' });
+    this.log.warn({ attemptId, kind, why, workerId: this.workerId }, 'rejected a report');
   }
 
   private async onClose(): Promise<void> {
     this.closed = true;
     clearTimeout(this.helloTimer);
+    this.unregister();
     if (!this.registered) return;
-    this.scheduler.removeLink(this);
-    this.log.info({ workerId: this.workerId, running: this.running.size }, 'worker disconnected; its attempts keep their leases until they expire');
+    // Replaced by a newer session of the same worker: that one owns the worker's state now.
+    if (!this.scheduler.removeLink(this)) return;
+    this.log.info({ workerId: this.workerId, running: this.attempts.size }, 'worker disconnected; its attempts keep their leases until they expire');
     try {
       await this.store.markWorkerDisconnected(this.workerId, this.clock.now());
     } catch (err) {
       this.log.warn({ err }, 'could not mark worker disconnected');
     }
   }
+}
+
+/** What the agent gets for an attempt: the task's spec and the attempt's fencing token (only this worker learns it). */
+export function assignment(task: Task, attempt: Attempt): AssignedAttempt {
+  return {
+    attemptId: attempt.id,
+    fencingToken: attempt.fencingToken,
+    taskId: task.id,
+    number: attempt.number,
+    command: task.command,
+    args: task.args,
+    script: task.script,
+    interpreter: task.interpreter,
+    env: task.env,
+    timeoutMs: task.timeoutMs,
+  };
 }

@@ -32,7 +32,8 @@ export async function openStore(db: string, opts: OpenStoreOptions = {}): Promis
     const { openPostgresStore } = await import('./postgres/postgres-store.js');
     store = openPostgresStore(u.url, { poolSize: opts.poolSize, applicationName: 'drover-server' });
   } else {
-    store = openSqliteStore(u.path);
+    // A server holds the file: a second server on it would never hear this one's signals.
+    store = openSqliteStore(u.path, { lock: true });
   }
   try {
     await store.migrate();

@@ -14,13 +14,39 @@
  *   lease of an attempt stays renewed until the server has its result.
  * - Liveness: every heartbeat also pings. A ready connection silent for
  *   2 × heartbeatMs (at least 1 s) is dropped and re-established.
- * - Lease: when no frame came from any server for `leaseMs` (from `welcome`),
- *   the server has declared this agent's attempts lost and requeued them, so
- *   the agent kills its running attempts and forgets them (design.md: "a
- *   worker that cannot reach its server stops its own attempts after the
- *   same bound"). A short outage does not touch them. Each such kill is
- *   remembered and listed in the next `hello` as `killed` (forgotten once a
- *   `welcome` answers that hello), so the server can record why.
+ * - Heartbeats carry `seq`, increasing; the agent remembers when it sent each
+ *   one (monotonic clock) and which attempts it listed. A `welcome` confirms
+ *   the hello it answers, a `heartbeat_ack {seq}` that heartbeat: every
+ *   attempt the confirmed message listed has `leaseConfirmedAt` = its send
+ *   time, since the server renewed the lease after that send.
+ *   An attempt assigned since counts from the assign's arrival: the server
+ *   sends it as soon as the claim (which set its lease) has committed, so
+ *   the lease started at most the delivery time before; leaseSafetyMs
+ *   (core/lease.ts, 250 ms to 1 s) absorbs that delay, and the next
+ *   heartbeat's answer confirms it exactly. (Counting from an older
+ *   confirmed send instead would self-fence a fresh attempt on a connection
+ *   whose last answers are a heartbeat period or two old.)
+ * - Self-fencing (no overlap with a replacement): for each running attempt,
+ *   core/lease.ts selfFencePlan(leaseConfirmedAt, leaseMs, killGraceMs) says
+ *   when to stop it: at `stopAt` the agent sends SIGTERM with the plan's
+ *   grace, so even a process that ignores SIGTERM is SIGKILLed before the
+ *   server can end the lease and start a replacement. The attempt is then
+ *   forgotten (the server ends it as lost), remembered and listed in the next
+ *   `hello` as `killed` (forgotten once a `welcome` answers that hello), and
+ *   the connection is dropped if open (a server that confirms no heartbeat
+ *   is no use; the reconnect carries the report). Only attempts whose lease
+ *   was not confirmed in time are touched: a short outage (reconnect and
+ *   welcome before stopAt) changes nothing.
+ * - Stop orders (`welcome.stop`, `heartbeat_ack.stop`) repeat on every answer
+ *   until the attempt ends, so handling one is idempotent. report: true is a
+ *   cancel (kill, outcome `cancelled`, exit reported as usual); report: false
+ *   is a `reject` (kill, report nothing more, forget).
+ * - Reaper (process executor): a child process holding a pipe from the agent
+ *   (reaper.ts, reaper-client.ts) knows every live process group and stops
+ *   them if the agent dies outright. Leftovers of an agent whose reaper died
+ *   too are stopped by the next agent on the same work dir (leftovers.ts).
+ * - Task environment: task-env.ts (never the agent's own environment; only
+ *   the names in `passEnv` are passed on).
  * - Drain (`drain()` on SIGTERM/SIGINT, or the server's `drain`): the agent
  *   accepts no more work and says `draining` (again right after each later
  *   `hello`). Running attempts may finish for up to `drainTimeoutMs`; those
@@ -34,19 +60,25 @@
  * - Capacity is the server's to respect: an `assign` beyond `slots` still
  *   runs (with a warning) rather than silently vanish; an `assign` during
  *   `close()` is ignored and becomes `lost` on the server.
+ * - close() stops running attempts as `lost` ("worker shutting down"): they
+ *   run again elsewhere without using a retry.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import os from 'node:os';
+import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS, PROTOCOL_VERSION, type AgentMessage, type AssignedAttempt, type ServerMessage } from '../core/protocol.js';
+import { selfFencePlan } from '../core/lease.js';
+import { DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS, PROTOCOL_VERSION, type AgentMessage, type AssignedAttempt, type ServerMessage, type StopOrder } from '../core/protocol.js';
 import { Connection } from './connection.js';
 import { HeldAttempt, type HeldRunnerOptions } from './held-attempt.js';
 import { silentLogger, type Logger } from './logger.js';
 import { reapLeftovers } from './leftovers.js';
 import { EXECUTORS, isExecutor, type Executor } from './noop-executor.js';
 import type { AttemptResult } from './process-runner.js';
+import { ReaperClient } from './reaper-client.js';
 import type { BackoffOptions } from './reconnect-backoff.js';
+import { passedEnv } from './task-env.js';
 
 export type { Logger } from './logger.js';
 export type { AttemptResult } from './process-runner.js';
@@ -70,8 +102,14 @@ export interface AgentOptions {
    * once (benchmarks and tests of the control plane; see noop-executor.ts).
    */
   executor?: Executor;
-  /** SIGTERM → SIGKILL grace. Default 5000. */
+  /** SIGTERM → SIGKILL grace. Default 5000. Self-fencing may use less (core/lease.ts). */
   killGraceMs?: number;
+  /**
+   * Names of the agent's environment variables passed on to tasks (when set):
+   * `drover worker --pass-env NAME`. Tasks see nothing else of the agent's
+   * environment (task-env.ts). DROVER_TOKEN is refused.
+   */
+  passEnv?: string[];
   /** Pino-compatible. Default: silent. */
   logger?: Logger;
   /** startAgent rejects when no `welcome` arrived within this. Default 10 000. */
@@ -89,7 +127,7 @@ export interface AgentOptions {
 
 export interface Agent {
   readonly workerId: string;
-  /** Stop accepting, kill running attempts (SIGTERM, then SIGKILL after the grace), report them if connected, close the socket. Idempotent. */
+  /** Stop accepting, kill running attempts (SIGTERM, then SIGKILL after the grace), report them `lost` if connected, close the socket. Idempotent. */
   close(): Promise<void>;
   /**
    * Graceful stop (SIGTERM): accept no more work, say `draining`, let running
@@ -111,7 +149,7 @@ export async function startAgent(opts: AgentOptions): Promise<Agent> {
   // A work dir that cannot be created is a configuration error: say so now, not at the first attempt.
   if ((opts.executor ?? 'process') === 'process') {
     await mkdir(opts.workDir, { recursive: true });
-    // A previous agent on this work dir may have died with attempts running: stop them first.
+    // A previous agent on this work dir may have died with attempts running (and its reaper too): stop them first.
     const stopped = await reapLeftovers(opts.workDir);
     for (const s of stopped) (opts.logger ?? silentLogger).warn({ pgid: s.pgid, taskId: s.taskId, pids: s.pids }, 'stopped an attempt a previous agent left running');
   }
@@ -125,18 +163,24 @@ export async function startAgent(opts: AgentOptions): Promise<Agent> {
   return agent;
 }
 
+/** A hello or heartbeat awaiting its answer: when it was sent (performance.now()) and the attempts it listed. */
+interface Send {
+  sentAt: number;
+  ids: number[];
+}
+
 class WorkerAgent implements Agent {
   readonly workerId: string;
   private readonly log: Logger;
   private readonly conn: Connection;
   private readonly held = new Map<number, HeldAttempt>();
-  private readonly runner: HeldRunnerOptions;
+  private readonly runner: HeldRunnerOptions & { killGraceMs: number };
+  private readonly reaper: ReaperClient | null = null;
   private ready = false;
   private closing: Promise<void> | null = null;
   private heartbeatMs = DEFAULT_HEARTBEAT_MS;
   private leaseMs = DEFAULT_LEASE_MS;
   private heartbeatTimer: NodeJS.Timeout | null = null;
-  private leaseTimer: NodeJS.Timeout | null = null;
   private welcomed!: () => void;
   private readonly firstWelcome = new Promise<void>((r) => (this.welcomed = r));
   private readonly drainTimeoutMs: number;
@@ -147,11 +191,17 @@ class WorkerAgent implements Agent {
   private skipDrainWaitRequested = false;
   private skipDrainWaiter: (() => void) | null = null;
   /** Self-fencing kills not yet acknowledged by a `welcome`. */
-  private readonly selfFenced: Array<{ attemptId: number; fencingToken: number; reason: string }> = [];
+  private readonly selfFenced: Array<{ attemptId: number; fencingToken: string; reason: string }> = [];
   /** How many of `selfFenced` the last hello carried. */
   private killedInHello = 0;
   /** Woken on anything that may change what the agent holds (messages, attempt ends). */
   private changeWaiters: Array<() => void> = [];
+  /** The hello of the current connection, until its welcome. */
+  private helloSend: Send | null = null;
+  /** Heartbeats of the current connection not answered yet, by seq. */
+  private readonly heartbeats = new Map<number, Send>();
+  private heartbeatSeq = 0;
+  private fenceTimer: NodeJS.Timeout | null = null;
 
   constructor(private readonly opts: AgentOptions) {
     if (!Number.isInteger(opts.slots) || opts.slots < 1) throw new RangeError('slots must be a positive integer');
@@ -159,14 +209,19 @@ class WorkerAgent implements Agent {
     if (opts.executor !== undefined && !isExecutor(opts.executor)) throw new RangeError(`executor must be one of ${EXECUTORS.join(', ')}`);
     const drainTimeoutMs = opts.drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS;
     if (!Number.isFinite(drainTimeoutMs) || drainTimeoutMs < 0) throw new RangeError('drainTimeoutMs must be a non-negative number of milliseconds');
+    const killGraceMs = opts.killGraceMs ?? 5_000;
+    if (!Number.isFinite(killGraceMs) || killGraceMs < 0) throw new RangeError('killGraceMs must be a non-negative number of milliseconds');
+    // Read once: the agent's environment is not consulted again for tasks.
+    const passEnv = passedEnv(opts.passEnv ?? [], process.env);
     this.drainTimeoutMs = drainTimeoutMs;
     this.log = opts.logger ?? silentLogger;
+    for (const name of opts.passEnv ?? []) if (!(name in passEnv)) this.log.warn({ name }, 'passEnv: not set in the agent\'s environment; tasks will not have it');
     this.workerId = opts.workerId ?? `${os.hostname()}-${randomBytes(3).toString('hex')}`;
-    this.runner = { workDir: opts.workDir, killGraceMs: opts.killGraceMs ?? 5_000, logger: this.log, executor: opts.executor ?? 'process' };
     this.conn = new Connection(
       { servers: opts.servers, token: opts.token, logger: this.log, backoff: opts.backoff },
       {
         onOpen: () => {
+          this.heartbeats.clear();
           this.sendHello();
           if (this.drained) this.conn.send({ type: 'draining' });
         },
@@ -175,8 +230,20 @@ class WorkerAgent implements Agent {
         onWritable: () => this.flush(),
       },
     );
+    // Started once the options are known good (the Connection checked the URLs), so a bad option leaks no process.
+    const executor = opts.executor ?? 'process';
+    if (executor === 'process') this.reaper = new ReaperClient(killGraceMs, this.log);
+    // A new group gets its reaper deadline at once (scheduleFence), not only at the next heartbeat answer.
+    const reaper = this.reaper;
+    const groups = reaper && {
+      add: (pgid: number, taskId: string) => {
+        reaper.add(pgid, taskId);
+        this.scheduleFence();
+      },
+      remove: (pgid: number) => reaper.remove(pgid),
+    };
+    this.runner = { workDir: opts.workDir, killGraceMs, logger: this.log, executor, passEnv, ...(groups ? { groups } : {}) };
     this.conn.start();
-    this.scheduleLeaseCheck();
   }
 
   async waitWelcome(timeoutMs: number): Promise<void> {
@@ -212,15 +279,18 @@ class WorkerAgent implements Agent {
   }
 
   private async shutdown(): Promise<void> {
-    if (this.leaseTimer) clearTimeout(this.leaseTimer);
     const live = [...this.held.values()].filter((h) => !h.result);
-    for (const h of live) h.run.kill('cancelled', 'worker shutting down');
+    // Lost, not cancelled: the task runs again elsewhere without using a retry.
+    for (const h of live) h.run.kill('lost', 'worker shutting down');
     this.skipDrainWait();
     await this.awaitEnd(live, !this.ready);
     this.flush();
     this.stopHeartbeat();
     await this.conn.close();
     this.ready = false;
+    if (this.fenceTimer) clearTimeout(this.fenceTimer);
+    this.fenceTimer = null;
+    await this.reaper?.close();
   }
 
   /**
@@ -231,7 +301,7 @@ class WorkerAgent implements Agent {
   private async awaitEnd(killed: HeldAttempt[], discardNow: boolean): Promise<void> {
     const discardAll = () => killed.forEach((h) => h.run.pump.discard());
     if (discardNow) discardAll();
-    const grace = this.runner.killGraceMs ?? 5_000;
+    const grace = this.runner.killGraceMs;
     const ac = new AbortController();
     const all = Promise.all(killed.map((h) => h.ended));
     await Promise.race([all, sleep(grace + 2_000, undefined, { signal: ac.signal }).catch(() => {})]);
@@ -258,7 +328,7 @@ class WorkerAgent implements Agent {
   }
 
   private async finishOrStop(): Promise<void> {
-    const running = () => [...this.held.values()].filter((h) => !h.result && !h.forgotten);
+    const running = () => [...this.held.values()].filter((h) => h.live);
     const skip = new Promise<void>((r) => {
       this.skipDrainWaiter = r;
       if (this.skipDrainWaitRequested) r();
@@ -301,6 +371,8 @@ class WorkerAgent implements Agent {
   private sendHello(): void {
     const killed = [...this.selfFenced];
     this.killedInHello = killed.length;
+    const running = this.reported();
+    this.helloSend = { sentAt: performance.now(), ids: running.map((h) => h.attemptId) };
     this.conn.send({
       type: 'hello',
       workerId: this.workerId,
@@ -308,7 +380,7 @@ class WorkerAgent implements Agent {
       slots: this.opts.slots,
       labels: this.opts.labels ?? {},
       version: PROTOCOL_VERSION,
-      running: this.reported().map((h) => ({ attemptId: h.attemptId, fencingToken: h.fencingToken })),
+      running: running.map((h) => ({ attemptId: h.attemptId, fencingToken: h.fencingToken })),
       ...(killed.length > 0 ? { killed } : {}),
     });
   }
@@ -317,6 +389,7 @@ class WorkerAgent implements Agent {
     if (this.ready) this.log.warn({ reason }, 'lost the server connection; reconnecting');
     else this.log.info({ reason }, 'could not connect; retrying');
     this.ready = false;
+    this.helloSend = null;
     this.stopHeartbeat();
   }
 
@@ -329,13 +402,12 @@ class WorkerAgent implements Agent {
     switch (m.type) {
       case 'welcome':
         return this.onWelcome(m);
+      case 'heartbeat_ack':
+        return this.onHeartbeatAck(m);
       case 'assign':
         return this.onAssign(m.attempt);
-      case 'cancel': {
-        const h = this.held.get(m.attemptId);
-        if (h && !h.forgotten) h.run.kill('cancelled', m.reason || null);
-        return;
-      }
+      case 'cancel':
+        return this.stop({ attemptId: m.attemptId, reason: m.reason, report: true });
       case 'ack':
         this.held.get(m.attemptId)?.run.pump.ack(m.seq);
         return this.flush();
@@ -346,7 +418,7 @@ class WorkerAgent implements Agent {
       }
       case 'reject': {
         const h = this.held.get(m.attemptId);
-        if (!h) return;
+        if (!h || h.forgotten) return;
         this.log.warn({ attemptId: m.attemptId, reason: m.reason }, 'server rejected a report; stopping the attempt');
         this.forget(h);
         return;
@@ -371,18 +443,60 @@ class WorkerAgent implements Agent {
     // The server has the self-fencing kills the hello carried.
     this.selfFenced.splice(0, this.killedInHello);
     this.killedInHello = 0;
-    for (const id of m.stale ?? []) {
-      const h = this.held.get(id);
-      if (h) {
-        this.log.warn({ attemptId: id }, 'server says the attempt is stale; stopping it');
-        this.forget(h);
-      }
-    }
+    if (this.helloSend) this.confirm(this.helloSend);
+    this.helloSend = null;
+    this.applyStops(m.stop);
     for (const h of this.held.values()) h.rewind();
     this.startHeartbeat();
-    this.scheduleLeaseCheck();
+    this.scheduleFence();
     this.welcomed();
     this.flush();
+  }
+
+  private onHeartbeatAck(m: Extract<ServerMessage, { type: 'heartbeat_ack' }>): void {
+    const send = this.heartbeats.get(m.seq);
+    if (send) {
+      // Acks come in order: older unanswered heartbeats will not be answered any more usefully.
+      for (const seq of this.heartbeats.keys()) if (seq <= m.seq) this.heartbeats.delete(seq);
+      this.confirm(send);
+    }
+    this.applyStops(m.stop);
+    this.scheduleFence();
+  }
+
+  /** A server stored the renewal `send` asked for: the attempts it listed are leased until at least sentAt + leaseMs. */
+  private confirm(send: Send): void {
+    for (const id of send.ids) {
+      const h = this.held.get(id);
+      if (h) h.leaseConfirmedAt = Math.max(h.leaseConfirmedAt, send.sentAt);
+    }
+  }
+
+  private applyStops(stop: StopOrder[] | undefined): void {
+    if (!Array.isArray(stop)) return;
+    for (const o of stop as unknown[]) {
+      // The connection checks only `type`: an entry of the wrong shape is logged and skipped, never fatal.
+      if (!o || typeof o !== 'object' || typeof (o as StopOrder).attemptId !== 'number' || typeof (o as StopOrder).report !== 'boolean') {
+        this.log.warn({ order: o }, 'ignored a malformed stop order');
+        continue;
+      }
+      this.stop(o as StopOrder);
+    }
+  }
+
+  /** One stop order (or `cancel`); repeats are harmless: a kill and a forget happen once. */
+  private stop(o: StopOrder): void {
+    const h = this.held.get(o.attemptId);
+    if (!h || h.forgotten) return;
+    if (!o.report) {
+      this.log.warn({ attemptId: o.attemptId, reason: o.reason }, 'server says the attempt must not go on; stopping it, reporting nothing');
+      this.forget(h);
+      return;
+    }
+    if (h.result || h.stopOrdered) return;
+    h.stopOrdered = true;
+    this.log.info({ attemptId: o.attemptId, reason: o.reason }, 'stopping the attempt (cancelled)');
+    h.run.kill('cancelled', o.reason || null);
   }
 
   private onAssign(a: AssignedAttempt): void {
@@ -402,22 +516,26 @@ class WorkerAgent implements Agent {
     if (running >= this.opts.slots) this.log.warn({ attemptId: a.attemptId, running, slots: this.opts.slots }, 'assigned beyond capacity; running it anyway');
     this.log.info({ attemptId: a.attemptId, taskId: a.taskId, attempt: a.number }, 'attempt assigned');
     this.hold(a, this.runner);
+    this.scheduleFence();
   }
 
   private hold(a: AssignedAttempt, runner: HeldRunnerOptions): HeldAttempt {
-    const h = new HeldAttempt(a, runner, () => this.flush());
+    // See the contract at the top: the lease was set by the claim just before this assign was sent.
+    const confirmedAt = performance.now();
+    const h = new HeldAttempt(a, runner, () => this.flush(), confirmedAt);
     this.held.set(a.attemptId, h);
     void h.ended.then((result) => {
       this.log.info({ attemptId: a.attemptId, taskId: a.taskId, ...result }, 'attempt ended');
       if (h.forgotten && this.held.get(a.attemptId) === h) this.held.delete(a.attemptId);
       this.opts.onAttemptEnd?.(a, result, !h.forgotten);
+      this.scheduleFence();
       this.changed();
     });
     return h;
   }
 
-  private forget(h: HeldAttempt): void {
-    h.forget();
+  private forget(h: HeldAttempt, ...args: Parameters<HeldAttempt['forget']>): void {
+    h.forget(...args);
     if (h.result) this.held.delete(h.attemptId);
   }
 
@@ -448,7 +566,12 @@ class WorkerAgent implements Agent {
         this.conn.drop(`no frame from the server for ${silentMs} ms`);
         return;
       }
-      this.conn.send({ type: 'heartbeat', running: this.reported().map((h) => h.attemptId) });
+      const seq = ++this.heartbeatSeq;
+      const ids = this.reported().map((h) => h.attemptId);
+      const sentAt = performance.now();
+      if (this.conn.send({ type: 'heartbeat', seq, running: ids })) this.heartbeats.set(seq, { sentAt, ids });
+      // An answer to a heartbeat older than a lease could confirm nothing still leased: stop waiting for it.
+      for (const [old, s] of this.heartbeats) if (s.sentAt < sentAt - this.leaseMs) this.heartbeats.delete(old);
       this.conn.ping();
     }, this.heartbeatMs);
   }
@@ -458,32 +581,55 @@ class WorkerAgent implements Agent {
     this.heartbeatTimer = null;
   }
 
-  private scheduleLeaseCheck(): void {
-    if (this.leaseTimer) clearTimeout(this.leaseTimer);
-    if (this.closing) return;
-    this.leaseTimer = setTimeout(() => {
-      this.checkLease();
-      this.scheduleLeaseCheck();
-    }, Math.max(20, Math.min(1_000, this.leaseMs / 4)));
-    // Only attempts need this timer; it must not keep an idle process alive.
-    this.leaseTimer.unref();
+  private fencePlan(h: HeldAttempt): ReturnType<typeof selfFencePlan> {
+    return selfFencePlan(h.leaseConfirmedAt, this.leaseMs, this.runner.killGraceMs);
   }
 
-  private checkLease(): void {
-    const silentMs = Date.now() - this.conn.lastHeardAt;
-    if (silentMs <= this.leaseMs) return;
-    for (const h of [...this.held.values()]) {
-      if (h.result || h.forgotten) continue;
-      this.log.warn({ attemptId: h.attemptId, silentMs, leaseMs: this.leaseMs }, 'server unreachable past the lease; stopping the attempt');
-      this.selfFenced.push({
-        attemptId: h.attemptId,
-        fencingToken: h.fencingToken,
-        reason: `no server reachable for ${this.leaseMs} ms: stopped by the agent (self-fencing)`,
-      });
-      this.forget(h);
+  /** Arms one timer for the earliest self-fencing stop among running attempts (none when nothing runs). */
+  private scheduleFence(): void {
+    if (this.fenceTimer) clearTimeout(this.fenceTimer);
+    this.fenceTimer = null;
+    let next = Number.POSITIVE_INFINITY;
+    for (const h of this.held.values()) {
+      if (!h.live) continue;
+      const plan = this.fencePlan(h);
+      next = Math.min(next, plan.stopAt);
+      // The reaper's dead-man switch, for when this process cannot act (SIGSTOP, a blocked
+      // loop): a little after the agent's own stop, with SIGKILL at the same kill time.
+      const pgid = h.run.pid;
+      if (pgid !== null) this.reaper?.deadline(pgid, plan.stopAt + Math.min(REAPER_LAG_MS, plan.graceMs / 2), plan.stopAt + plan.graceMs);
     }
+    if (next === Number.POSITIVE_INFINITY) return;
+    this.fenceTimer = setTimeout(() => this.fenceDue(), Math.max(0, Math.ceil(next - performance.now())));
+    // Running attempts keep the process alive anyway; this timer alone must not.
+    this.fenceTimer.unref();
+  }
+
+  private fenceDue(): void {
+    this.fenceTimer = null;
+    const now = performance.now();
+    let fenced = 0;
+    for (const h of [...this.held.values()]) {
+      if (!h.live) continue;
+      const plan = this.fencePlan(h);
+      if (plan.stopAt > now + 1) continue;
+      // A late timer must not push the SIGKILL past the plan's kill time.
+      const graceMs = Math.max(0, Math.min(plan.graceMs, Math.floor(plan.stopAt + plan.graceMs - now)));
+      const unconfirmedMs = Math.round(now - h.leaseConfirmedAt);
+      const reason = `no server confirmed the lease for ${humanMs(unconfirmedMs)} (lease ${humanMs(this.leaseMs)}): stopped by the agent before it could expire (self-fencing)`;
+      this.log.warn({ attemptId: h.attemptId, unconfirmedMs, leaseMs: this.leaseMs, graceMs }, 'lease renewal not confirmed in time; stopping the attempt (self-fencing)');
+      this.selfFenced.push({ attemptId: h.attemptId, fencingToken: h.fencingToken, reason });
+      this.forget(h, 'lost', reason, { graceMs });
+      fenced++;
+    }
+    // A server that confirms no heartbeat is of no use: reconnect (maybe elsewhere) and report the kills in the hello.
+    if (fenced > 0 && this.conn.isOpen) this.conn.drop(`no heartbeat confirmed within the lease; stopped ${fenced} attempt(s)`);
+    this.scheduleFence();
   }
 }
+
+/** How long after the agent's own self-fencing time the reaper steps in (at most half the grace). */
+const REAPER_LAG_MS = 250;
 
 /** "30 s", "1.5 s", "250 ms". */
 function humanMs(ms: number): string {

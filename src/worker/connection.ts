@@ -8,7 +8,8 @@
  *   off while a server that was fine for a while is retried at once.
  * - Authenticates the upgrade with `Authorization: Bearer <token>`.
  * - Anything from the server (a message or a pong to our `ping()`) updates
- *   `lastHeardAt`: the agent's liveness and lease checks read it.
+ *   `lastHeardAt`: the agent's liveness check reads it (the lease is
+ *   tracked from confirmed heartbeats instead: agent.ts).
  * - Send backpressure: `writable` is false while the socket holds more than
  *   HIGH_WATER bytes not yet handed to the kernel; `onWritable` fires when it
  *   falls below LOW_WATER. The agent sends only while writable, so the

@@ -10,13 +10,18 @@
  * - After a reconnect, `rewind()` makes the chunks the server has not acked,
  *   and an exit it has not acked (`exit_ack`), go out again. The server
  *   dedupes chunks by seq.
- * - A forgotten attempt (rejected, stale, or its lease lost while the server
- *   was unreachable) is killed, its output discarded, and it reports nothing
- *   more. The agent drops it once its process has ended.
+ * - A forgotten attempt (rejected, stopped by a `report: false` stop order,
+ *   or self-fenced because no server confirmed its lease in time) is killed,
+ *   its output discarded, and it reports nothing more. The agent drops it
+ *   once its process has ended.
+ * - `leaseConfirmedAt` (the agent's monotonic clock, performance.now()) is
+ *   the send time of the latest hello/heartbeat that listed this attempt and
+ *   that a server answered: its lease runs until at least that + leaseMs on
+ *   the server (core/lease.ts). The agent keeps it; see agent.ts.
  */
 import type { AgentMessage, AssignedAttempt } from '../core/protocol.js';
 import { runNoop, type Executor } from './noop-executor.js';
-import { runAttempt, type AttemptResult, type AttemptRun, type RunnerOptions } from './process-runner.js';
+import { runAttempt, type AttemptResult, type AttemptRun, type KillOptions, type KillReason, type RunnerOptions } from './process-runner.js';
 
 /** `executor`: what runs the attempt; default 'process' (see noop-executor.ts for 'noop'). */
 export type HeldRunnerOptions = Omit<RunnerOptions, 'onStarted' | 'onOutput'> & { executor?: Executor };
@@ -30,6 +35,10 @@ export class HeldAttempt {
   readonly ended: Promise<AttemptResult>;
   result: AttemptResult | null = null;
   forgotten = false;
+  /** A stop order (or cancel) was acted on: repeats of it change nothing. */
+  stopOrdered = false;
+  /** See the contract above; set by the agent when it takes the attempt. */
+  leaseConfirmedAt: number;
   private startedPending = false;
   /** Highest seq sent on the current connection. */
   private sentThrough = -1;
@@ -40,7 +49,9 @@ export class HeldAttempt {
     readonly attempt: AssignedAttempt,
     runner: HeldRunnerOptions,
     onChange: (h: HeldAttempt) => void,
+    leaseConfirmedAt: number,
   ) {
+    this.leaseConfirmedAt = leaseConfirmedAt;
     const { executor, ...runnerOpts } = runner;
     this.run = (executor === 'noop' ? runNoop : runAttempt)(attempt, {
       ...runnerOpts,
@@ -61,7 +72,7 @@ export class HeldAttempt {
     return this.attempt.attemptId;
   }
 
-  get fencingToken(): number {
+  get fencingToken(): string {
     return this.attempt.fencingToken;
   }
 
@@ -92,11 +103,16 @@ export class HeldAttempt {
     this.exitSent = false;
   }
 
-  /** Kill (if still running) and report nothing more. */
-  forget(): void {
+  /** Kill (if still running) and report nothing more. `reason` is only seen locally (onAttemptEnd, logs). */
+  forget(reason: KillReason = 'cancelled', error: string | null = null, opts: KillOptions = {}): void {
     if (this.forgotten) return;
     this.forgotten = true;
-    this.run.kill('cancelled');
+    this.run.kill(reason, error, opts);
     this.run.pump.discard();
+  }
+
+  /** Still running: no result yet, and not forgotten. */
+  get live(): boolean {
+    return !this.result && !this.forgotten;
   }
 }

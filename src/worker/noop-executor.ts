@@ -12,7 +12,7 @@
  */
 import { LOG_LIMITS } from '../core/protocol.js';
 import { LogPump } from './log-pump.js';
-import type { AttemptResult, AttemptSpec, KillReason, RunnerOptions } from './process-runner.js';
+import type { AttemptResult, AttemptSpec, KillOptions, KillReason, RunnerOptions } from './process-runner.js';
 
 /** What runs an assigned attempt: real processes (process-runner.ts) or nothing (this file). */
 export type Executor = 'process' | 'noop';
@@ -44,7 +44,7 @@ export class NoopRun {
   }
 
   /** Before the (immediate) end: the attempt ends with this reason; after it: nothing to stop. */
-  kill(reason: KillReason, error: string | null = null): void {
+  kill(reason: KillReason, error: string | null = null, _opts: KillOptions = {}): void {
     if (this.done || this.killReason) return;
     this.killReason = reason;
     this.killError = error;

@@ -10,7 +10,9 @@
  *   running   stdout/stderr go through a LogPump (bounded, flow-controlled).
  *             `timeoutMs` elapsing is kill('timed_out').
  *   kill      SIGTERM to the group now, SIGKILL to the group killGraceMs
- *             later, whether or not the leader is gone by then.
+ *             (or the kill's own `graceMs`) later, whether or not the leader
+ *             is gone by then. A later kill with a shorter grace moves the
+ *             SIGKILL earlier (self-fencing must beat the lease), never later.
  *   leader exits
  *             - after a kill: the attempt waits until the group is empty; a
  *               member that ignores SIGTERM dies by the SIGKILL at the end of
@@ -21,6 +23,12 @@
  *   ended     leader exited, group empty (kill(-pgid, 0) fails with ESRCH),
  *             both pipes closed, work dir removed. Only then does `result`
  *             resolve, so the caller's exit report follows every log byte.
+ *
+ * Environment: task-env.ts (a fixed minimal base, the operator's passed
+ * variables, the task's env, DROVER_*), never the agent's own.
+ * Group watch: `groups.add(pgid, taskId)` right after the spawn and
+ * `groups.remove(pgid)` once the group is gone, so the agent's reaper can
+ * stop the group if the agent dies meanwhile (reaper.ts).
  *
  * Outcome: the kill reason (`timed_out`, `cancelled`, `lost`) when a kill was requested
  * before the leader exited; else `succeeded` iff the exit code is 0, else
@@ -34,6 +42,7 @@ import { silentLogger, type Logger } from './logger.js';
 import { groupAlive, signalGroup } from './process-group.js';
 import { createWorkDir, removeWorkDir, writeScript, type WorkDir } from './work-dir.js';
 import { recordGroup } from './leftovers.js';
+import { taskEnv } from './task-env.js';
 
 /** What the runner needs of an assignment. */
 export type AttemptSpec = Pick<AssignedAttempt, 'taskId' | 'number' | 'command' | 'args' | 'script' | 'interpreter' | 'env' | 'timeoutMs'>;
@@ -55,8 +64,10 @@ export interface RunnerOptions {
   onStarted?: (pid: number) => void;
   /** `pump.next()` may have something new (or the pipes closed). */
   onOutput?: () => void;
-  /** Base environment; default process.env. */
-  baseEnv?: NodeJS.ProcessEnv;
+  /** Variables the operator passes on to tasks (already read from the agent's environment); see task-env.ts. */
+  passEnv?: Readonly<Record<string, string>>;
+  /** Told about each spawned process group and its end (the agent's reaper registry). */
+  groups?: GroupWatch;
   /**
    * How long after the group's last SIGKILL to wait for its members to be
    * reaped before giving up with a warning (a zombie that init does not
@@ -70,6 +81,16 @@ export interface RunnerOptions {
    */
   drainIdleMs?: number;
   logger?: Logger;
+}
+
+export interface GroupWatch {
+  add(pgid: number, taskId: string): void;
+  remove(pgid: number): void;
+}
+
+export interface KillOptions {
+  /** SIGTERM → SIGKILL grace for this kill; default the runner's killGraceMs. */
+  graceMs?: number;
 }
 
 export class AttemptRun {
@@ -110,17 +131,29 @@ export class AttemptRun {
 
   /**
    * Stops the attempt: SIGTERM to the group, SIGKILL after the grace period.
-   * The first reason wins; a kill after the leader exited changes nothing (the
-   * attempt already has its outcome and its group is being cleaned up).
+   * The first reason wins; a kill after the leader exited without one changes
+   * nothing (the attempt has its outcome, the rest of its group got SIGKILL).
+   * A later kill whose grace ends sooner than the pending SIGKILL brings the
+   * SIGKILL forward (only the deadline changes, not the reason).
    */
-  kill(reason: KillReason, error: string | null = null): void {
-    if (this.killReason || this.leaderExited) return;
+  kill(reason: KillReason, error: string | null = null, opts: KillOptions = {}): void {
+    const graceMs = Math.max(0, opts.graceMs ?? this.killGraceMs);
+    if (this.killReason) {
+      if (this.killTimer && Date.now() + graceMs < this.killDeadline) this.armSigkill(graceMs);
+      return;
+    }
+    if (this.leaderExited) return;
     this.killReason = reason;
     this.killError = error;
     if (this.pidValue === null) return; // still in setup: run() sees killReason and does not spawn
-    this.killDeadline = Date.now() + this.killGraceMs;
     this.sendToGroup('SIGTERM');
-    this.killTimer = setTimeout(() => this.sendToGroup('SIGKILL'), this.killGraceMs);
+    this.armSigkill(graceMs);
+  }
+
+  private armSigkill(graceMs: number): void {
+    if (this.killTimer) clearTimeout(this.killTimer);
+    this.killDeadline = Date.now() + graceMs;
+    this.killTimer = setTimeout(() => this.sendToGroup('SIGKILL'), graceMs);
   }
 
   private async run(spec: AttemptSpec): Promise<AttemptResult> {
@@ -145,14 +178,7 @@ export class AttemptRun {
   }
 
   private async execute(spec: AttemptSpec, wd: WorkDir, argv: string[]): Promise<AttemptResult> {
-    const env: NodeJS.ProcessEnv = {
-      ...(this.opts.baseEnv ?? process.env),
-      ...spec.env,
-      // Set last so a task's env cannot misreport who it is.
-      DROVER_TASK_ID: spec.taskId,
-      DROVER_ATTEMPT: String(spec.number),
-      DROVER_OUTPUT_DIR: wd.outDir,
-    };
+    const env = taskEnv(spec, { workDir: wd.dir, outDir: wd.outDir }, this.opts.passEnv);
     const startedAt = Date.now();
     let child: ChildProcess;
     try {
@@ -179,6 +205,8 @@ export class AttemptRun {
     this.pidValue = pid;
     // Lets the next agent on this work dir stop the group if this agent dies (leftovers.ts).
     this.groupRecorded = recordGroup(wd.dir, pid, spec.taskId).catch((err: unknown) => this.log.warn({ err }, 'could not record the process group'));
+    // Lets the reaper stop the group if this agent dies outright (reaper.ts).
+    this.opts.groups?.add(pid, spec.taskId);
     this.opts.onStarted?.(pid);
     if (spec.timeoutMs !== null && spec.timeoutMs !== undefined) {
       const ms = spec.timeoutMs;
@@ -190,6 +218,7 @@ export class AttemptRun {
     const durationMs = Date.now() - startedAt;
     if (this.timeoutTimer) clearTimeout(this.timeoutTimer);
     await this.reapGroup(pid);
+    this.opts.groups?.remove(pid);
     await this.drainPipes();
 
     if ('error' in r) return failed(r.error.message, durationMs);

@@ -38,6 +38,75 @@ describe('CLI against a fake API', () => {
     assert.deepEqual(req!.body, { name: 'n', retry: { maxRetries: 0 }, timeout: 2000, env: { A: '1' }, command: 'sh', args: ['-c', 'echo $A'] });
   });
 
+  it('submit always sends an Idempotency-Key: a fresh random one per submit, or --idempotency-key', async () => {
+    await serve((_req, res) => sendJson(res, 201, { task: makeTask() }));
+    assert.equal((await runCli(['submit', '--', 'true'], { env: env(), cwd })).code, 0);
+    assert.equal((await runCli(['submit', '--', 'true'], { env: env(), cwd })).code, 0);
+    const r = await runCli(['submit', '--idempotency-key', 'nightly-2026-01-01', '--require', 'gpu=a100', '--require', 'zone=eu', '--', 'true'], { env: env(), cwd });
+    assert.equal(r.code, 0, r.stderr);
+    const [a, b, c] = api!.requests.map((q) => q.headers['idempotency-key']);
+    assert.match(String(a), /^[\x21-\x7e]{1,255}$/);
+    assert.match(String(b), /^[\x21-\x7e]{1,255}$/);
+    assert.notEqual(a, b);
+    assert.equal(c, 'nightly-2026-01-01');
+    assert.deepEqual(api!.requests[2]!.body, { requires: { gpu: 'a100', zone: 'eu' }, command: 'true' });
+  });
+
+  it('a replayed submit (200) prints the first task; a conflicting one names the header, exit 1', async () => {
+    await serve((req, res) =>
+      req.headers['idempotency-key'] === 'k1'
+        ? sendJson(res, 200, { task: makeTask() })
+        : apiError(res, 409, 'conflict', 'Idempotency-Key "k2" was already used for a different request body; use a new key for a new task'),
+    );
+    const ok = await runCli(['submit', '--idempotency-key', 'k1', '--', 'true'], { env: env(), cwd });
+    assert.deepEqual([ok.code, ok.stdout], [0, `${TASK_ID}\n`]);
+    const conflict = await runCli(['submit', '--idempotency-key', 'k2', '--', 'true'], { env: env(), cwd });
+    assert.equal(conflict.code, 1);
+    assert.equal(conflict.stderr, 'drover: conflict: Idempotency-Key "k2" was already used for a different request body; use a new key for a new task\n');
+  });
+
+  it('submit retries after a 503 and after a dropped connection, with the same key', async () => {
+    let n = 0;
+    await serve((_req, res) => {
+      n++;
+      if (n === 1) return apiError(res, 503, 'unavailable', 'store busy');
+      if (n === 2) return void res.socket?.destroy(); // no answer at all
+      sendJson(res, 201, { task: makeTask() });
+    });
+    const r = await runCli(['submit', '--', 'true'], { env: env(), cwd });
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, `${TASK_ID}\n`);
+    assert.equal(api!.requests.length, 3);
+    const keys = new Set(api!.requests.map((q) => q.headers['idempotency-key']));
+    assert.equal(keys.size, 1, 'every retry carries the first key');
+  });
+
+  it('ls, show and token ls print an escape sequence in task data as visible text', async () => {
+    const evil = 'x\x1b[2J\x1b]0;pwned\x07\u009b31m';
+    await serve((req, res) => {
+      if (req.path === '/v1/tasks') return sendJson(res, 200, { tasks: [makeTask({ name: evil })], nextCursor: null });
+      if (req.path === '/v1/tokens') return sendJson(res, 200, { tokens: [{ id: 'abcdef0123456789', name: evil, user: 'u\x1b[1m', role: 'user', createdAt: '2026-01-01T00:00:00Z', revokedAt: null, lastUsedAt: '2026-01-01T00:01:00Z' }] });
+      sendJson(res, 200, { task: makeTask({ name: evil, labels: { k: evil } }), attempts: [], events: [] });
+    });
+    for (const args of [['ls'], ['show', TASK_ID], ['token', 'ls']]) {
+      const r = await runCli(args, { env: env(), cwd });
+      assert.equal(r.code, 0, r.stderr);
+      assert.doesNotMatch(r.stdout, /[\x00-\x08\x0b-\x1f\x7f\u0080-\u009f]/, args.join(' '));
+      assert.ok(r.stdout.includes('x\\x1b[2J\\x1b]0;pwned\\x07\\x9b31m'), `${args.join(' ')}: ${r.stdout}`);
+    }
+    const tokens = await runCli(['token', 'ls'], { env: env(), cwd });
+    assert.match(tokens.stdout, /2026-01-01T00:01:00Z/, 'LAST USED column');
+  });
+
+  it('logs piped to a file or pipe are the raw bytes', async () => {
+    await serve((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.end('\x1b[31mred\x1b[0m\r\n');
+    });
+    const r = await runCli(['logs', TASK_ID], { env: env(), cwd });
+    assert.equal(r.stdout, '\x1b[31mred\x1b[0m\r\n');
+  });
+
   it('submit --script - reads stdin', async () => {
     await serve((_req, res) => sendJson(res, 201, { task: makeTask() }));
     const r = await runCli(['submit', '--script', '-', '--interpreter', 'python3 -u', '--json'], { env: env(), cwd, input: 'print(1)\n' });

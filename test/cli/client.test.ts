@@ -115,6 +115,45 @@ describe('DroverClient', () => {
     await assert.rejects(c.logs(TASK_ID), (e: unknown) => e instanceof ApiError && e.status === 404 && e.code === 'not_found');
   });
 
+  it('submitTask says whether the task was created (201) or replayed (200), and sends the key', async () => {
+    let n = 0;
+    const task = makeTask();
+    await serve((_req, res) => sendJson(res, ++n === 1 ? 201 : 200, { task }));
+    const c = new DroverClient({ url: api!.url, token: 't' });
+    assert.deepEqual(await c.submitTask({ command: 'true' }, { idempotencyKey: 'k-1' }), { task, created: true });
+    assert.equal((await c.submitTask({ command: 'true' }, { idempotencyKey: 'k-1' })).created, false);
+    assert.deepEqual(api!.requests.map((r) => r.headers['idempotency-key']), ['k-1', 'k-1']);
+  });
+
+  it('an idempotent submit is retried a bounded number of times on 503, then the 503 is thrown', async () => {
+    await serve((_req, res) => apiError(res, 503, 'unavailable', 'disk full'));
+    const c = new DroverClient({ url: api!.url, token: 't', submitRetryDelaysMs: [1, 2, 3] });
+    await assert.rejects(c.submit({ command: 'true' }, { idempotencyKey: 'k' }), (e: unknown) => e instanceof ApiError && e.status === 503);
+    assert.equal(api!.requests.length, 4);
+    assert.ok(api!.requests.every((r) => r.headers['idempotency-key'] === 'k'));
+  });
+
+  it('a submit without a key is never retried; other errors are not retried either', async () => {
+    await serve((req, res) => (req.headers['idempotency-key'] ? apiError(res, 409, 'conflict', 'Idempotency-Key reused') : apiError(res, 503, 'unavailable', 'busy')));
+    const c = new DroverClient({ url: api!.url, token: 't', submitRetryDelaysMs: [1, 1] });
+    await assert.rejects(c.submit({ command: 'true' }), (e: unknown) => e instanceof ApiError && e.status === 503);
+    await assert.rejects(c.submit({ command: 'true' }, { idempotencyKey: 'k' }), (e: unknown) => e instanceof ApiError && e.status === 409);
+    assert.equal(api!.requests.length, 2);
+    await assert.rejects(c.submit({ command: 'true' }, { idempotencyKey: 'has space' }), /idempotencyKey: must be 1\.\.255 visible ASCII/);
+  });
+
+  it('an idempotent submit is retried when the server is unreachable, until the bound', async () => {
+    const url = `http://127.0.0.1:${await closedPort()}`;
+    let calls = 0;
+    const counting: typeof fetch = (input, init) => {
+      calls++;
+      return fetch(input, init);
+    };
+    const c = new DroverClient({ url, token: 't', fetch: counting, submitRetryDelaysMs: [1, 1] });
+    await assert.rejects(c.submit({ command: 'true' }, { idempotencyKey: 'k' }), (e: unknown) => e instanceof ConnectionError);
+    assert.equal(calls, 3);
+  });
+
   it('allTasks follows nextCursor', async () => {
     await serve((req, res) => {
       const cursor = req.query.get('cursor');

@@ -89,6 +89,7 @@ export function makeTask(over: Record<string, unknown> = {}) {
     retry: { maxRetries: 3, baseDelayMs: 1000, factor: 2, maxDelayMs: 3_600_000 },
     priority: 0,
     labels: {},
+    requires: {},
     attempts: 0,
     retriesUsed: 0,
     lostCount: 0,

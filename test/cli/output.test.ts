@@ -4,7 +4,10 @@ import { describe, it } from 'node:test';
 import { ApiError, ConnectionError } from '../../src/client/errors.js';
 import type { Task } from '../../src/client/types.js';
 import { waitOutcome } from '../../src/cli/follow-logs.js';
-import { describeError, formatAge, formatExit, formatMs, formatTable, NOT_AUTHENTICATED } from '../../src/cli/output.js';
+import { controlStripper, describeError, formatAge, formatExit, formatMs, formatTable, NOT_AUTHENTICATED, safeText } from '../../src/cli/output.js';
+import { formatTaskDetail, formatTaskTable } from '../../src/cli/commands/tasks.js';
+import { formatWorkerTable } from '../../src/cli/commands/workers.js';
+import type { TaskDetail, WorkerInfo } from '../../src/client/types.js';
 import { UsageError } from '../../src/cli/usage-error.js';
 import { makeTask } from './fake-api.js';
 
@@ -62,5 +65,88 @@ describe('waitOutcome', () => {
     assert.equal(spawnFail.exitCode, 1);
     assert.match(spawnFail.message!, /failed: spawn nope ENOENT \(attempt 1\)$/);
     assert.equal(waitOutcome(task({ state: 'cancelled' })).exitCode, 1);
+  });
+});
+
+/** Every byte a terminal acts on: C0 (except \n, \t, which tables fold), DEL, ESC; and C1 / bidi code points. */
+const RAW_CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/;
+
+describe('safeText: task data made inert for a terminal', () => {
+  it('escapes C0 controls, DEL, ESC sequences and C1 controls visibly', () => {
+    assert.equal(safeText('red \x1b[31mX\x1b[0m'), 'red \\x1b[31mX\\x1b[0m');
+    assert.equal(safeText('title \x1b]0;pwned\x07'), 'title \\x1b]0;pwned\\x07');
+    assert.equal(safeText('a\nb\tc\rd'), 'a\\nb\\tc\\rd');
+    assert.equal(safeText('\x00\x08\x7f'), '\\x00\\x08\\x7f');
+    assert.equal(safeText('c1 \u009b31m \u0085'), 'c1 \\x9b31m \\x85');
+  });
+  it('escapes bidirectional overrides, keeps other text (UTF-8, NBSP, emoji) as is', () => {
+    assert.equal(safeText('abc\u202edcba'), 'abc\\u202edcba');
+    assert.equal(safeText('\u2066x\u2069'), '\\u2066x\\u2069');
+    assert.equal(safeText('héllo wörld\u00a0✓ 🚀 日本'), 'héllo wörld\u00a0✓ 🚀 日本');
+  });
+  it('tables escape every cell (widths count the escaped text)', () => {
+    const t = formatTable(['A', 'B'], [['\x1b[2Jx', 'y'], ['z', '\u009b1m']]);
+    assert.equal(t, 'A         B\n\\x1b[2Jx  y\nz         \\x9b1m\n');
+    assert.doesNotMatch(t, RAW_CONTROL);
+  });
+  it('ls, show and workers print task and worker data escaped', () => {
+    const evil = 'job\x1b]0;owned\x07\x1b[2J\u009b31m\u202e';
+    const task = makeTask({ name: evil, owner: `bob\x1b[1m`, command: `rm\x1b[8m`, args: ['a\nb'], labels: { ['k\x1b']: 'v\x07' }, requires: { gpu: '\x1b[5m' }, env: { ['E\x1b']: 'x' } });
+    task.result = { outcome: 'failed', attempt: 1, exitCode: 1, signal: null, error: 'bad\x1b[31m', durationMs: 1 } as never;
+    const ls = formatTaskTable([task as never]);
+    assert.doesNotMatch(ls, RAW_CONTROL);
+    assert.match(ls, /job\\x1b\]0;owned\\x07\\x1b\[2J/);
+    const detail: TaskDetail = {
+      task: task as never,
+      attempts: [{ id: 1, number: 1, workerId: 'w\x1b[1m', state: 'failed', startedAt: task.createdAt, endedAt: null, exitCode: 1, signal: null, error: 'e\x1b[2K', durationMs: 1 }],
+      events: [{ id: 1, from: 'running', to: 'failed', reason: 'attempt_failed', actor: 'worker:\x1b[3m', at: task.createdAt, detail: { msg: 'x\x1b[4m\u009b' } }],
+    };
+    const show = formatTaskDetail(detail);
+    assert.doesNotMatch(show, RAW_CONTROL);
+    assert.match(show, /^name:\s+job\\x1b/m);
+    assert.match(show, /^requires:\s+gpu=\\x1b\[5m$/m);
+    // A newline in an argument stays on the field's line.
+    assert.match(show, /^run:\s+'rm\\x1b\[8m' 'a\\nb'$/m);
+    const workers: WorkerInfo[] = [{ id: 'w1', hostname: 'h\x1b[31m', slots: 1, labels: { ['z\x1b']: '1' }, state: 'connected', connectedAt: task.createdAt, lastSeenAt: task.createdAt, running: 0 }];
+    assert.doesNotMatch(formatWorkerTable(workers), RAW_CONTROL);
+  });
+});
+
+describe('controlStripper: a task\'s output on its way to a terminal', () => {
+  const strip = (...chunks: Array<string | Buffer>) => {
+    const f = controlStripper();
+    const out = chunks.map((c) => Buffer.from(f.write(typeof c === 'string' ? Buffer.from(c, 'latin1') : c)));
+    out.push(Buffer.from(f.end()));
+    return Buffer.concat(out);
+  };
+  const text = (...chunks: Array<string | Buffer>) => strip(...chunks).toString('utf8');
+
+  it('removes CSI, OSC, DCS and two-byte ESC sequences, keeps the text around them', () => {
+    assert.equal(text('\x1b[1;31mred\x1b[0m plain\n'), 'red plain\n');
+    assert.equal(text('a\x1b]0;window title\x07b\n'), 'ab\n');
+    assert.equal(text('a\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\b'), 'alinkb');
+    assert.equal(text('a\x1bPq#0;2;0;0;0\x1b\\b'), 'ab');
+    assert.equal(text('a\x1b7b\x1b8c\x1b(Bd'), 'abcd');
+    assert.equal(text('\x1b[?1049h\x1b[2J\x1b[Hscreen'), 'screen');
+  });
+  it('drops other controls except newline and tab', () => {
+    assert.equal(text('a\rb\x07c\x08d\x7fe\tf\ng\x00'), 'abcde\tf\ng');
+  });
+  it('removes UTF-8-encoded C1 controls (CSI U+009B, OSC U+009D ... ST U+009C) but keeps U+0080..U+00FF text', () => {
+    assert.equal(strip(Buffer.from('a\u009b31mb\u009d0;t\u009cc\u0085d', 'utf8')).toString('utf8'), 'abcd');
+    assert.equal(text(Buffer.from('nbsp\u00a0é ü ¿ 日本 🚀\n', 'utf8')), 'nbsp\u00a0é ü ¿ 日本 🚀\n');
+  });
+  it('holds state across chunk boundaries, byte by byte', () => {
+    const input = Buffer.from('x\x1b[38;5;196my\x1b]0;t\x07z\u009b1mé\n', 'utf8');
+    const chunks = [...input].map((b) => Buffer.from([b]));
+    assert.equal(strip(...chunks).toString('utf8'), 'xyzé\n');
+    assert.equal(strip(Buffer.from([0x61, 0xc2]), Buffer.from([0xa0, 0x62])).toString('utf8'), 'a\u00a0b');
+    assert.equal(strip(Buffer.from([0x61, 0xc2])).toString('latin1'), 'a\xc2', 'a lone lead byte at the end is text, kept');
+  });
+  it('a sequence broken by text is not allowed to swallow it', () => {
+    assert.equal(text('\x1b[12\nnext line\n'), '\nnext line\n');
+    assert.equal(text('\x1b]0;never terminated\nthe rest\n'), '\nthe rest\n');
+    const long = '\x1b]' + 'x'.repeat(5000) + 'visible';
+    assert.ok(text(long).endsWith('visible'));
   });
 });

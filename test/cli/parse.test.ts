@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { buildDevConfig } from '../../src/cli/commands/dev.js';
-import { buildSubmitRequest, MISSING_COMMAND } from '../../src/cli/commands/submit.js';
+import { buildSubmitRequest, idempotencyKeyOf, MISSING_COMMAND } from '../../src/cli/commands/submit.js';
 import { buildListQuery } from '../../src/cli/commands/tasks.js';
 import { buildWorkerConfig } from '../../src/cli/commands/worker.js';
 import { DEFAULT_DRAIN_TIMEOUT_MS } from '../../src/worker/agent.js';
@@ -101,6 +101,19 @@ describe('submit request', () => {
       env: { A: '1' },
       labels: { team: 'x' },
     });
+  });
+  it('--require becomes the placement map; a repeated key keeps its last value', () => {
+    assert.deepEqual(buildSubmitRequest(['true'], { require: ['gpu=a100', 'zone=eu', 'gpu=h100'] }, noScript), { command: 'true', requires: { gpu: 'h100', zone: 'eu' } });
+    assert.throws(() => buildSubmitRequest(['x'], { require: ['=v'] }, noScript), usage(/--require "=v"/));
+  });
+  it('the idempotency key: the flag if valid, else a fresh random one per submit', () => {
+    assert.equal(idempotencyKeyOf({ idempotencyKey: 'job-42' }), 'job-42');
+    assert.equal(idempotencyKeyOf({ idempotencyKey: '!~'.repeat(127) + '!' }).length, 255);
+    const a = idempotencyKeyOf({});
+    const b = idempotencyKeyOf({});
+    assert.match(a, /^[\x21-\x7e]{1,255}$/);
+    assert.notEqual(a, b);
+    for (const bad of ['', 'a b', 'k'.repeat(256), 'ключ', 'tab\there']) assert.throws(() => idempotencyKeyOf({ idempotencyKey: bad }), usage(/^invalid --idempotency-key/));
   });
   it('sends only what was given (the server owns the defaults)', () => {
     assert.deepEqual(buildSubmitRequest(['true'], {}, noScript), { command: 'true' });

@@ -144,8 +144,18 @@ describe('planAttemptEnd', () => {
     assert.equal(planAttemptEnd(running({ state: 'cancelled' }), ending('lost'), now).event, null);
   });
 
-  it('refuses an end for a task that is not running or cancelled', () => {
-    for (const state of ['ready', 'waiting', 'retrying', 'succeeded', 'failed'] as const) {
+  it('an attempt that ends after a manual retry (task ready) releases the task and uses no budget', () => {
+    for (const outcome of ['succeeded', 'failed', 'lost', 'cancelled'] as const) {
+      const plan = planAttemptEnd(running({ state: 'ready', retriesUsed: 0, lostCount: 1 }), ending(outcome), 0);
+      assert.equal(plan.state, 'waiting');
+      assert.deepEqual([plan.event?.from, plan.event?.to, plan.event?.reason], ['ready', 'waiting', 'released']);
+      assert.equal(plan.result, null);
+      assert.equal(plan.lostCount, 1, 'a superseded attempt uses neither a retry nor the lost budget');
+    }
+  });
+
+  it('refuses an end for a task that is not running, cancelled or waiting for it (ready)', () => {
+    for (const state of ['waiting', 'retrying', 'succeeded', 'failed'] as const) {
       assert.throws(() => planAttemptEnd(running({ state }), ending('succeeded'), 0), new RegExp(state));
     }
   });

@@ -246,3 +246,13 @@ export async function waitWorkers(api: Api, n: number, timeoutMs = 15_000): Prom
     await new Promise((r) => setTimeout(r, 20));
   }
 }
+
+/** Is a process with this pid still there (zombies included)? */
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}

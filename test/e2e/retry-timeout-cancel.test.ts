@@ -3,16 +3,8 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { startCluster, type Cluster } from './harness.js';
+import { alive, startCluster, type Cluster } from './harness.js';
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 describe('e2e: retries, timeout, cancel', () => {
   let c: Cluster;

@@ -7,14 +7,16 @@
  * (lease 3 s, heartbeat 500 ms, the server's lease sweep runs every 1 s);
  * each task then ends `succeeded` with exactly one succeeded attempt (number
  * 2, on B, which the task's result names), its first attempt ended `lost`,
- * and that loss used no retry (retriesUsed 0, lostCount 1).
+ * and that loss used no retry (retriesUsed 0, lostCount 1). A's own
+ * processes do not outlive it: its reaper stops them within its grace (2 s)
+ * + 1 s of the kill, before any replacement can start.
  */
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { startCluster, type Cluster } from '../e2e/harness.js';
-import { FAULTS_SKIP, FAST_SERVER_ARGS, LEASE_MS, TERMINAL, allTasks, closeCluster, pidScript, readPids, secs, settle, taskDetail, until } from './support.js';
+import { FAULTS_SKIP, FAST_SERVER_ARGS, LEASE_MS, TERMINAL, allTasks, closeCluster, pidScript, procState, readPids, secs, settle, taskDetail, until } from './support.js';
 
 const N = 6;
 const MARGIN_MS = 2_000;
@@ -24,7 +26,7 @@ describe('faults: kill -9 of an agent', { skip: FAULTS_SKIP }, () => {
   let pids = '';
   let c2: Cluster | undefined;
   let pids2 = '';
-  // The killed agents' processes are orphans nobody else stops.
+  // The killed agents' reapers stop their processes; closeCluster kills any left by pid anyway.
   after(async () => {
     await closeCluster(c, pids);
     await closeCluster(c2, pids2);
@@ -41,8 +43,14 @@ describe('faults: kill -9 of an agent', { skip: FAULTS_SKIP }, () => {
     await until(`${N} attempts running on a`, async () => readPids(pids).length === N && (await allTasks(c!.api)).filter((t) => t.state === 'running').length === N, 15_000);
     await c.startWorker({ id: 'b', slots: N });
 
+    const firstPids = readPids(pids).map((p) => p.pid);
     const killedAt = Date.now();
     await a.stop('SIGKILL');
+    await until('the killed agent\'s attempts to be stopped by its reaper', () => firstPids.every((pid) => [null, 'Z'].includes(procState(pid))), 3_000, 20);
+    const reapedMs = Date.now() - killedAt;
+    const early = (await allTasks(c.api)).filter((x) => ids.includes(x.id) && x.attempts >= 2);
+    assert.equal(early.length, 0, `no replacement started before the old processes were gone (${secs(reapedMs)} after the kill)`);
+    t.diagnostic(`agent kill -9 -> its ${N} processes gone after ${secs(reapedMs)} (reaper)`);
     await until(
       async () => `every task running again on b: ${JSON.stringify((await allTasks(c!.api)).map((t) => [t.state, t.attempts]))}`,
       async () => {

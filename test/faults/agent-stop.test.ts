@@ -1,8 +1,10 @@
 /**
  * Fault 2: SIGSTOP of an agent for longer than the lease, then SIGCONT.
  *
- * Two tasks run on agent A, then A is stopped (SIGSTOP). Its processes go on:
- * `long` sleeps 60 s in its first attempt (still running when A resumes);
+ * Two tasks run on agent A, then A is stopped (SIGSTOP). A cannot act, but its
+ * reaper holds a dead-man deadline A renewed with each confirmed heartbeat:
+ * `long` sleeps 60 s in its first attempt, and must be killed by the reaper
+ * before the server may give the task to B (no two runs overlap);
  * `short`'s first attempt is told to end (a file appears) once A is stopped,
  * so A owes the server a late exit report.
  * Both are requeued on agent B after the lease, and only then is A resumed.
@@ -12,9 +14,9 @@
  *   are rejected: recorded as `fenced_report` events, and the attempt stays
  *   `lost`); each task ends `succeeded` with its result from attempt 2 (the
  *   new one), exactly one succeeded attempt and one `succeeded` event;
- * - the first attempt of `long` is no longer running within
- *   KILL_BOUND_MS of SIGCONT: A's self-fencing (silent past the lease) or the
- *   server's reject/stale answer kills it (its pid: kill(pid, 0) → ESRCH);
+ * - the first attempt of `long` is dead (a zombie of the stopped agent at
+ *   most) by the time its second attempt starts on B, and gone within
+ *   KILL_BOUND_MS of SIGCONT;
  * - A reconnects (a new connection: its liveness check drops the old one), and
  *   nothing it sends afterwards changes either task.
  */
@@ -65,6 +67,13 @@ describe('faults: SIGSTOP of an agent past the lease, then SIGCONT', { skip: FAU
     stoppedPid = aPid;
     const stoppedAt = Date.now();
     writeFileSync(go, ''); // `short`'s first attempt ends now, while its agent cannot report it
+    // No overlap: when long's replacement has started on B, its first process is dead already.
+    const overlap = await until('long attempt 2 to start', () => {
+      const second = readPids(pids).find((x) => x.taskId === long && x.attempt === 2);
+      if (!second) return null;
+      return { firstState: procState(first.long) };
+    }, LEASE_MS + 10_000, 5);
+    assert.ok(overlap.firstState === null || overlap.firstState === 'Z', `long attempt 1 was ${overlap.firstState} when attempt 2 started`);
     // Wait (by polling the API, no fixed sleep) until the server gave both tasks to B,
     // and until `short`'s first process has exited (a zombie of the stopped agent).
     await until(
@@ -78,7 +87,6 @@ describe('faults: SIGSTOP of an agent past the lease, then SIGCONT', { skip: FAU
       LEASE_MS + 10_000,
     );
     t.diagnostic(`a stopped for ${secs(Date.now() - stoppedAt)} (lease ${secs(LEASE_MS)}) before SIGCONT`);
-    assert.ok(alive(first.long), 'long attempt 1 still runs while its agent is stopped');
 
     const contAt = Date.now();
     process.kill(aPid, 'SIGCONT');

@@ -1,7 +1,8 @@
 /**
  * Worker thread for the cross-connection claim race in sqlite.test.ts: opens
  * its own connection to the shared file, waits for "go", then claims (and
- * ends) tasks until none is waiting, and posts the ids it claimed. Does
+ * ends) tasks until none is waiting, and posts the ids it claimed. Opens
+ * without `lock` on purpose: several connections to one file is what it tests. Does
  * nothing when loaded on the main thread (e.g. picked up by the test runner).
  */
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
@@ -22,10 +23,10 @@ if (!isMainThread && parentPort) {
       const claimed: string[] = [];
       try {
         for (;;) {
-          const c = await store.claimNext(workerId, now, 15_000);
+          const c = await store.claimNext({ id: workerId, labels: {} }, now, 15_000);
           if (!c) break;
           claimed.push(c.task.id);
-          await store.endAttempt(c.attempt.id, c.attempt.id, { outcome: 'succeeded', exitCode: 0, signal: null, error: null, durationMs: 1 }, workerId, now + 1);
+          await store.endAttempt(c.attempt.id, c.attempt.fencingToken, { outcome: 'succeeded', exitCode: 0, signal: null, error: null, durationMs: 1 }, workerId, now + 1, { workerId });
           // Let the event loop turn, as a server would between claims; gives other threads a chance at the lock.
           await new Promise((resolve) => setImmediate(resolve));
         }

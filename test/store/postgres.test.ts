@@ -10,10 +10,11 @@ import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import { after, describe, it } from 'node:test';
 import pg from 'pg';
-import { UnavailableError } from '../../src/core/errors.js';
+import { ConflictError, UnavailableError } from '../../src/core/errors.js';
 import { newTaskId } from '../../src/core/ids.js';
 import { LATEST_SCHEMA_VERSION, MIGRATIONS } from '../../src/store/postgres/migrations.js';
 import { isUniqueViolation, mapPgError } from '../../src/store/postgres/pg-errors.js';
+import { DB_NOW_MS } from '../../src/store/postgres/sql.js';
 import { openPostgresStore, type PostgresStore, type PostgresStoreOptions } from '../../src/store/postgres/postgres-store.js';
 import type { Claim } from '../../src/store/store.js';
 import { createTestDatabase, dropAllTestDatabases, listTestDatabases, PG_SKIP_REASON, pgTestUrl, requirePostgres, type TestDatabase } from '../support/postgres.js';
@@ -23,6 +24,9 @@ import { Recorder, runSignalContract } from './contract-signals.js';
 const PG = await requirePostgres();
 const T0 = 1_700_000_000_000;
 const LEASE = 15_000;
+const W1 = { id: 'w1', labels: {} };
+/** A lease that ended before it started: expired at once on the database's clock. */
+const EXPIRED = -1_000;
 
 after(async () => {
   if (!PG) return;
@@ -87,7 +91,7 @@ describe('PostgreSQL store', { skip: PG ? false : PG_SKIP_REASON }, () => {
             MIGRATIONS.map((m) => ({ version: m.version, name: m.name })),
           );
           // Every store works on the one schema.
-          const t = await stores[0]!.createTask(newTaskId(T0), 'alice', makeSpec(), 'user:alice', T0);
+          const { task: t } = await stores[0]!.createTask(newTaskId(T0), 'alice', makeSpec(), 'user:alice', T0);
           for (const s of stores) assert.equal((await s.getTask(t.id))?.id, t.id);
           await Promise.all(stores.map((s) => s.migrate()));
           assert.equal((await sql(db.url, 'SELECT * FROM schema_migrations')).length, MIGRATIONS.length);
@@ -124,8 +128,8 @@ describe('PostgreSQL store', { skip: PG ? false : PG_SKIP_REASON }, () => {
         const stores = openMany(db, 4, { poolSize: 5 });
         try {
           const ids = new Set<string>();
-          for (let i = 0; i < 100; i++) ids.add((await stores[i % 4]!.createTask(newTaskId(T0 + i), 'alice', makeSpec({ priority: i % 5 }), 'user:alice', T0 + i)).id);
-          const results = await Promise.all(stores.flatMap((s, si) => Array.from({ length: 50 }, (_, i) => s.claimNext(`w${si}-${i % 5}`, T0 + 1000, LEASE))));
+          for (let i = 0; i < 100; i++) ids.add((await stores[i % 4]!.createTask(newTaskId(T0 + i), 'alice', makeSpec({ priority: i % 5 }), 'user:alice', T0 + i)).task.id);
+          const results = await Promise.all(stores.flatMap((s, si) => Array.from({ length: 50 }, (_, i) => s.claimNext({ id: `w${si}-${i % 5}`, labels: {} }, T0 + 1000, LEASE))));
           const claims = results.filter((c): c is Claim => c !== null);
           assert.equal(claims.length, 100);
           assert.deepEqual(new Set(claims.map((c) => c.task.id)), ids);
@@ -142,7 +146,14 @@ describe('PostgreSQL store', { skip: PG ? false : PG_SKIP_REASON }, () => {
           const ends = await Promise.all(
             claims.flatMap((c, i) =>
               [stores[i % 4]!, stores[(i + 1) % 4]!].map((s, k) =>
-                s.endAttempt(c.attempt.id, c.attempt.id, { outcome: k === 0 ? 'succeeded' : 'failed', exitCode: k, signal: null, error: null, durationMs: 1 }, `worker:${k}`, T0 + 2000),
+                s.endAttempt(
+                  c.attempt.id,
+                  c.attempt.fencingToken,
+                  { outcome: k === 0 ? 'succeeded' : 'failed', exitCode: k, signal: null, error: null, durationMs: 1 },
+                  `worker:${c.attempt.workerId}`,
+                  T0 + 2000,
+                  { workerId: c.attempt.workerId },
+                ),
               ),
             ),
           );
@@ -155,14 +166,19 @@ describe('PostgreSQL store', { skip: PG ? false : PG_SKIP_REASON }, () => {
       });
     });
 
-    it('leadership across stores: one of several servers wins', async () => {
+    it('leadership across stores: one of several servers wins; another takes over only once the lease expired', async () => {
       await withDb(async (db) => {
         const stores = openMany(db, 4, { poolSize: 2 });
         try {
           const wins = await Promise.all(stores.map((s, i) => s.acquireLeadership('lease-sweeper', `server-${i}`, T0, 10_000)));
           assert.equal(wins.filter(Boolean).length, 1);
           const leader = wins.indexOf(true);
-          assert.equal(await stores[(leader + 1) % 4]!.acquireLeadership('lease-sweeper', `server-${(leader + 1) % 4}`, T0 + 10_001, 10_000), true);
+          const next = (leader + 1) % 4;
+          // A later `now` does not matter (the database's clock does): the lease is still live.
+          assert.equal(await stores[next]!.acquireLeadership('lease-sweeper', `server-${next}`, T0 + 10_001, 10_000), false);
+          // The leader's last renewal ended before it started: expired on the database's clock.
+          assert.equal(await stores[leader]!.acquireLeadership('lease-sweeper', `server-${leader}`, T0, EXPIRED), true);
+          assert.equal(await stores[next]!.acquireLeadership('lease-sweeper', `server-${next}`, T0, 10_000), true);
         } finally {
           await Promise.all(stores.map((s) => s.close()));
         }
@@ -175,10 +191,10 @@ describe('PostgreSQL store', { skip: PG ? false : PG_SKIP_REASON }, () => {
         try {
           const rec = new Recorder(b!);
           await b!.whenListening();
-          const t = await a!.createTask(newTaskId(T0), 'alice', makeSpec(), 'user:alice', T0);
+          const { task: t } = await a!.createTask(newTaskId(T0), 'alice', makeSpec(), 'user:alice', T0);
           await rec.waitFor((s) => s.kind === 'wake', 'wake');
           await rec.waitFor((s) => s.kind === 'task' && s.taskId === t.id, 'task');
-          const c = (await a!.claimNext('w1', T0 + 1, LEASE))!;
+          const c = (await a!.claimNext(W1, T0 + 1, LEASE))!;
           await a!.cancelTask(t.id, 'user:alice', T0 + 2);
           await rec.waitFor((s) => s.kind === 'cancel' && s.taskId === t.id && s.attemptId === c.attempt.id, 'cancel');
         } finally {
@@ -247,7 +263,7 @@ describe('PostgreSQL store', { skip: PG ? false : PG_SKIP_REASON }, () => {
         try {
           const rec = new Recorder(store);
           await store.whenListening();
-          const t1 = await store.createTask(newTaskId(T0), 'alice', makeSpec(), 'user:alice', T0);
+          const { task: t1 } = await store.createTask(newTaskId(T0), 'alice', makeSpec(), 'user:alice', T0);
           await rec.waitFor((s) => s.kind === 'task' && s.taskId === t1.id, 'task before the kill');
           // Open every pooled connection.
           await Promise.all(Array.from({ length: 8 }, () => store.listTasks({ limit: 10 })));
@@ -261,14 +277,14 @@ describe('PostgreSQL store', { skip: PG ? false : PG_SKIP_REASON }, () => {
 
           // The very next calls work: dead pooled clients are discarded and the work rerun on new ones.
           assert.equal((await store.getTask(t1.id))?.id, t1.id);
-          const c = await store.claimNext('w1', T0 + 1, LEASE);
+          const c = await store.claimNext(W1, T0 + 1, LEASE);
           assert.equal(c?.task.id, t1.id);
           assert.equal((await Promise.all(Array.from({ length: 8 }, () => store.listTasks({ limit: 10 })))).length, 8);
 
           // The LISTEN connection comes back and says so with a wake; then signals flow again.
           await rec.waitFor((s) => s.kind === 'wake', 'wake after the LISTEN reconnect', mark);
           await store.whenListening();
-          const t2 = await store.createTask(newTaskId(T0 + 5), 'alice', makeSpec(), 'user:alice', T0 + 5);
+          const { task: t2 } = await store.createTask(newTaskId(T0 + 5), 'alice', makeSpec(), 'user:alice', T0 + 5);
           await rec.waitFor((s) => s.kind === 'task' && s.taskId === t2.id, 'task after the reconnect');
           const after = await pidsOf();
           assert.ok(after.length >= 2 && after.every((p) => !before.includes(p)), `new connections ${after} vs ${before}`);
@@ -288,7 +304,7 @@ describe('PostgreSQL store', { skip: PG ? false : PG_SKIP_REASON }, () => {
         try {
           const rec = new Recorder(store);
           await store.whenListening();
-          const t = await store.createTask(newTaskId(T0), 'alice', makeSpec(), 'user:alice', T0);
+          const { task: t } = await store.createTask(newTaskId(T0), 'alice', makeSpec(), 'user:alice', T0);
           await rec.waitFor((s) => s.kind === 'task' && s.taskId === t.id, 'task before the break');
           await Promise.all(Array.from({ length: 6 }, () => store.getTask(t.id)));
           const opened = proxy.connections();
@@ -299,20 +315,53 @@ describe('PostgreSQL store', { skip: PG ? false : PG_SKIP_REASON }, () => {
           proxy.breakAll();
           const mark = rec.seen.length;
           assert.equal((await store.getTask(t.id))?.id, t.id); // a read on a dead client: rerun
-          const c = await store.claimNext('w1', T0 + 1, LEASE); // a write whose BEGIN failed: rerun
+          const c = await store.claimNext(W1, T0 + 1, LEASE); // a write whose BEGIN failed: rerun
           assert.equal(c?.task.id, t.id);
-          assert.equal(await store.appendLogs(c.attempt.id, c.attempt.id, [{ seq: 0, stream: 'stdout', data: Buffer.from('x') }], T0 + 2), true);
+          assert.equal(await store.appendLogs(c.attempt.id, c.attempt.fencingToken, 'w1', [{ seq: 0, stream: 'stdout', data: Buffer.from('x') }], T0 + 2), true);
           assert.ok(proxy.connections() > opened, 'new connections were opened');
           assert.equal((await store.listEvents(t.id)).filter((e) => e.reason === 'claimed').length, 1);
 
           // The ping finds the LISTEN connection dead; it reconnects and signals resume.
           await rec.waitFor((s) => s.kind === 'wake', 'wake after the LISTEN reconnect', mark);
           await store.whenListening();
-          const t2 = await store.createTask(newTaskId(T0 + 3), 'alice', makeSpec(), 'user:alice', T0 + 3);
+          const { task: t2 } = await store.createTask(newTaskId(T0 + 3), 'alice', makeSpec(), 'user:alice', T0 + 3);
           await rec.waitFor((s) => s.kind === 'task' && s.taskId === t2.id, 'task after the reconnect');
         } finally {
           await store.close();
           await proxy.close();
+        }
+      });
+    });
+
+    it('the claim reads the head of its queue index with 2,000 waiting tasks and no statistics', async () => {
+      await withDb(async (db) => {
+        const c = new pg.Client({ connectionString: db.url });
+        await c.connect();
+        try {
+          const plan = async (q: string) => (await c.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${q}`)).rows.map((r) => r['QUERY PLAN']).join('\n');
+          // The claim's two branches (attempts.ts), with 2,000 waiting tasks and no ANALYZE yet (a
+          // fresh database): tasks that run anywhere come from the head of their partial index (no
+          // sort of the queue); a worker with labels also reads the tasks with requirements only.
+          const store = openPostgresStore(db.url);
+          await store.migrate();
+          await store.createTask(newTaskId(T0), 'alice', makeSpec(), 'user:alice', T0);
+          await store.close();
+          await c.query(`CREATE TEMP TABLE one AS SELECT * FROM tasks LIMIT 1`);
+          await c.query(
+            `INSERT INTO tasks SELECT (json_populate_record(one, json_build_object('id', one.id || g, 'requires', CASE WHEN g % 2 = 0 THEN '{}' ELSE '{"gpu":"yes"}' END))).*
+             FROM one, generate_series(1, 2000) g`,
+          );
+          const free = await plan(`SELECT id, priority FROM tasks WHERE state = 'waiting' AND requires = '{}' ORDER BY priority DESC, id ASC LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED`);
+          assert.match(free, /Index Scan using tasks_queue_free/);
+          assert.doesNotMatch(free, /Sort|Bitmap/);
+          const placed = await plan(
+            `SELECT id, priority FROM tasks WHERE true AND state = 'waiting' AND requires <> '{}' AND requires::jsonb <@ '{"gpu":"yes"}'::jsonb ORDER BY priority DESC, id ASC LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED`,
+          );
+          // Only tasks with requirements are read (the containment test filters them; the planner may sort those).
+          assert.match(placed, /tasks_queue_placed/);
+          assert.doesNotMatch(placed, /tasks_queue_free|Seq Scan/);
+        } finally {
+          await c.end();
         }
       });
     });
@@ -322,16 +371,18 @@ describe('PostgreSQL store', { skip: PG ? false : PG_SKIP_REASON }, () => {
         const c = new pg.Client({ connectionString: db.url });
         await c.connect();
         try {
-          await c.query('SET enable_seqscan = off');
           const plan = async (q: string) => (await c.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${q}`)).rows.map((r) => r['QUERY PLAN']).join('\n');
-          const claim = await plan("SELECT id FROM tasks WHERE state = 'waiting' ORDER BY priority DESC, id ASC LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED");
-          assert.match(claim, /tasks_queue/);
-          assert.doesNotMatch(claim, /Sort/);
-          const due = await plan("SELECT id FROM tasks WHERE state = 'retrying' AND run_after <= 5 ORDER BY run_after, id");
+          await c.query('SET enable_seqscan = off');
+          const due = await plan("SELECT id FROM tasks WHERE state = 'retrying' AND run_after <= 5 ORDER BY run_after, id LIMIT 100");
           assert.match(due, /tasks_due/);
           assert.doesNotMatch(due, /Sort/);
           assert.match(await plan("SELECT * FROM tasks WHERE name LIKE 'build-%' ESCAPE '\\'"), /tasks_name/);
-          assert.match(await plan("SELECT * FROM attempts WHERE state = 'running' AND lease_expires_at < 5 ORDER BY lease_expires_at, id"), /attempts_running_lease/);
+          // The sweeper's query (attempts.ts): the database clock, read once, bounds the index range.
+          const expired = await plan(`SELECT * FROM attempts WHERE state = 'running' AND lease_expires_at < ${DB_NOW_MS} ORDER BY lease_expires_at, id LIMIT 100`);
+          assert.match(expired, /Index Cond: \(lease_expires_at < \$\d+\)/);
+          assert.match(expired, /attempts_running_lease/);
+          assert.doesNotMatch(expired, /Sort/);
+          assert.match(await plan("SELECT * FROM tasks WHERE owner = 'a' AND idempotency_key = 'k'"), /tasks_owner_idempotency_key/);
           assert.doesNotMatch(await plan('SELECT * FROM tasks WHERE owner = $$a$$ ORDER BY id DESC LIMIT 51'), /Sort/);
         } finally {
           await c.end();
@@ -355,6 +406,212 @@ describe('PostgreSQL store', { skip: PG ? false : PG_SKIP_REASON }, () => {
       assert.equal(mapPgError(unique), unique);
       assert.equal(isUniqueViolation(unique), true);
       for (const e of [Object.assign(new Error('syntax'), { code: '42601' }), new Error('plain'), 'text', null]) assert.equal(mapPgError(e), e);
+    });
+  });
+
+  /**
+   * Servers whose clocks disagree, and races between servers, on one
+   * database. Each store is a separate pool, as a separate server has; the
+   * racing calls are issued together, so they really run at once on
+   * PostgreSQL.
+   */
+  describe('several servers on one database: clock skew and races', () => {
+    const HOUR = 3_600_000;
+    /** The database's clock, as the store reads it for leases. */
+    const dbNow = async (url: string) => Number((await sql<{ t: string }>(url, `SELECT ${DB_NOW_MS} AS t`))[0]!.t); // a raw client reads BIGINT as text
+    /** Runs `fn` between two readings of the database clock; a lease it sets must lie between them plus the lease. */
+    const between = async <T>(url: string, fn: () => Promise<T>): Promise<{ value: T; before: number; after: number }> => {
+      const before = await dbNow(url);
+      const value = await fn();
+      return { value, before, after: await dbNow(url) };
+    };
+    const assertLeaseFrom = (what: string, lease: number, w: { before: number; after: number }, leaseMs: number) =>
+      assert.ok(lease >= w.before + leaseMs && lease <= w.after + leaseMs, `${what}: ${lease} not in [${w.before + leaseMs}, ${w.after + leaseMs}]`);
+    const lost = { outcome: 'lost' as const, exitCode: null, signal: null, error: 'lease expired', durationMs: null };
+
+    for (const [how, skew] of [
+      ['ahead', HOUR],
+      ['behind', -HOUR],
+    ] as const) {
+      it(`a second server whose clock is an hour ${how} neither expires a live lease early nor keeps an expired one`, async () => {
+        await withDb(async (db) => {
+          const [a, b] = openMany(db, 2, { poolSize: 2 });
+          // Each server passes its own clock as `now`, as a real one does; b's is off by `skew`.
+          const nowA = () => Date.now();
+          const nowB = () => Date.now() + skew;
+          try {
+            const live = (await a!.createTask(newTaskId(nowA()), 'alice', makeSpec(), 'user:alice', nowA())).task;
+            const c = (await a!.claimNext(W1, nowA(), LEASE))!;
+            assert.equal(c.task.id, live.id);
+
+            // A live lease (15 s left on the database's clock) is not expired for b.
+            assert.deepEqual(await b!.expiredAttempts(nowB(), 100), []);
+            assert.equal(await b!.endAttempt(c.attempt.id, c.attempt.fencingToken, lost, 'scheduler', nowB(), { leaseExpired: true }), null);
+            assert.equal((await a!.getAttempt(c.attempt.id))?.state, 'running');
+
+            // b renews it: the new lease is the database's now + LEASE, whatever b's clock says,
+            // so a does not find it expired (b behind) and it does not outlive LEASE (b ahead).
+            const renewal = await between(db.url, () => b!.renewLeases('w1', [c.attempt.id], nowB(), LEASE));
+            assert.deepEqual(renewal.value, { renewed: [c.attempt.id], stop: [] });
+            assertLeaseFrom('renewed by b', (await a!.getAttempt(c.attempt.id))!.leaseExpiresAt, renewal, LEASE);
+            assert.deepEqual(await a!.expiredAttempts(nowA(), 100), []);
+
+            // b's claim gets a lease on the database's clock too; event times stay b's own.
+            const other = (await b!.createTask(newTaskId(nowA()), 'alice', makeSpec(), 'user:alice', nowA())).task;
+            const bNow = nowB();
+            const claimed = await between(db.url, () => b!.claimNext(W1, bNow, LEASE));
+            assert.equal(claimed.value?.task.id, other.id);
+            assertLeaseFrom('claimed by b', claimed.value!.attempt.leaseExpiresAt, claimed, LEASE);
+            assert.equal(claimed.value!.attempt.startedAt, bNow);
+            assert.deepEqual(await a!.expiredAttempts(nowA(), 100), []);
+
+            // An expired lease (ended a second ago on the database's clock) is expired for b,
+            // and b's guarded end ends it: b's clock does not keep it alive.
+            const gone = (await a!.createTask(newTaskId(nowA()), 'alice', makeSpec(), 'user:alice', nowA())).task;
+            const e = (await a!.claimNext(W1, nowA(), EXPIRED))!;
+            assert.equal(e.task.id, gone.id);
+            assert.deepEqual(
+              (await b!.expiredAttempts(nowB(), 100)).map((x) => x.id),
+              [e.attempt.id],
+            );
+            const ended = await b!.endAttempt(e.attempt.id, e.attempt.fencingToken, lost, 'scheduler', nowB(), { leaseExpired: true });
+            assert.equal(ended?.attempt.state, 'lost');
+            assert.equal(ended?.task.state, 'waiting');
+
+            // Leadership: b cannot take a live lease, and takes an expired one.
+            const held = await between(db.url, () => a!.acquireLeadership('lease-sweeper', 'server-a', nowA(), 10_000));
+            assert.equal(held.value, true);
+            const [row] = await sql<{ expires_at: number }>(db.url, "SELECT expires_at FROM leaders WHERE name = 'lease-sweeper'");
+            assertLeaseFrom('leadership', Number(row!.expires_at), held, 10_000);
+            assert.equal(await b!.acquireLeadership('lease-sweeper', 'server-b', nowB(), 10_000), false);
+            assert.equal(await a!.acquireLeadership('lease-sweeper', 'server-a', nowA(), EXPIRED), true);
+            assert.equal(await b!.acquireLeadership('lease-sweeper', 'server-b', nowB(), 10_000), true);
+            assert.equal(await a!.acquireLeadership('lease-sweeper', 'server-a', nowA(), 10_000), false);
+          } finally {
+            await Promise.all([a!.close(), b!.close()]);
+          }
+        });
+      });
+    }
+
+    it('a heartbeat renewal racing the guarded sweeper end, 100 times at once from two servers: renewed and running, or ended lost and not renewed', async (t) => {
+      await withDb(async (db) => {
+        const [sweeper, heartbeats] = openMany(db, 2, { poolSize: 2 });
+        try {
+          // Warm both pools so the racing calls do not wait for a connection.
+          await Promise.all([sweeper!.nextDueAt(), heartbeats!.nextDueAt()]);
+          let renewedFirst = 0;
+          let endedFirst = 0;
+          for (let i = 0; i < 100; i++) {
+            const { task } = await sweeper!.createTask(newTaskId(T0 + i), 'alice', makeSpec(), 'user:alice', T0 + i);
+            // Expired already, so the sweeper's guard passes unless the heartbeat renews first.
+            const c = (await sweeper!.claimNext(W1, T0 + i, EXPIRED))!;
+            assert.equal(c.task.id, task.id);
+            const [renew, end] = await Promise.all([
+              heartbeats!.renewLeases('w1', [c.attempt.id], T0 + i, LEASE),
+              sweeper!.endAttempt(c.attempt.id, c.attempt.fencingToken, lost, 'scheduler', T0 + i, { leaseExpired: true }),
+            ]);
+            const attempt = (await sweeper!.getAttempt(c.attempt.id))!;
+            const now = (await sweeper!.getTask(task.id))!;
+            if (renew.renewed.includes(c.attempt.id)) {
+              renewedFirst++;
+              assert.equal(end, null, `round ${i}: renewed, yet ended`);
+              assert.deepEqual(renew.stop, []);
+              assert.equal(attempt.state, 'running');
+              assert.ok(attempt.leaseExpiresAt > c.attempt.leaseExpiresAt);
+              assert.equal(now.state, 'running');
+            } else {
+              endedFirst++;
+              assert.ok(end, `round ${i}: neither renewed nor ended`);
+              assert.equal(end.attempt.state, 'lost');
+              assert.deepEqual(renew.stop, [{ attemptId: c.attempt.id, reason: 'attempt_ended', report: false }]);
+              assert.equal(attempt.state, 'lost');
+              // Not renewed afterwards: the lease is the claim's, expired one.
+              assert.equal(attempt.leaseExpiresAt, c.attempt.leaseExpiresAt);
+              assert.equal(now.state, 'waiting');
+            }
+            // Out of the way of the next round's claim.
+            await sweeper!.cancelTask(task.id, 'user:alice', T0 + i);
+          }
+          t.diagnostic(`renewal first: ${renewedFirst}, sweeper first: ${endedFirst}`);
+          assert.equal(renewedFirst + endedFirst, 100);
+        } finally {
+          await Promise.all([sweeper!.close(), heartbeats!.close()]);
+        }
+      });
+    });
+
+    it('idempotent createTask racing from two servers with one key makes one task; another body with that key is a conflict', async () => {
+      await withDb(async (db) => {
+        const stores = openMany(db, 2, { poolSize: 2 });
+        try {
+          await Promise.all(stores.map((s) => s.nextDueAt()));
+          for (let i = 0; i < 25; i++) {
+            const idem = { key: `submit-${i}`, requestHash: 'h1' };
+            const results = await Promise.all(
+              [0, 1, 0, 1].map((k) => stores[k]!.createTask(newTaskId(T0 + i), 'alice', makeSpec({ name: `job-${i}` }), 'user:alice', T0 + i, idem)),
+            );
+            assert.equal(results.filter((r) => r.created).length, 1, `round ${i}`);
+            assert.equal(new Set(results.map((r) => r.task.id)).size, 1, `round ${i}`);
+          }
+          const perKey = await sql<{ n: number }>(db.url, 'SELECT count(*)::int AS n FROM tasks GROUP BY idempotency_key');
+          assert.equal(perKey.length, 25);
+          assert.ok(perKey.every((r) => r.n === 1));
+          assert.equal((await sql<{ n: number }>(db.url, 'SELECT count(*)::int AS n FROM task_events'))[0]?.n, 50);
+
+          const settled = await Promise.allSettled(
+            ['h1', 'h2'].map((requestHash, k) => stores[k]!.createTask(newTaskId(T0), 'alice', makeSpec(), 'user:alice', T0, { key: 'deploy', requestHash })),
+          );
+          const made = settled.filter((r) => r.status === 'fulfilled');
+          const refused = settled.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
+          assert.equal(made.length, 1);
+          assert.equal(refused.length, 1);
+          assert.ok(refused[0]!.reason instanceof ConflictError, String(refused[0]!.reason));
+          assert.match((refused[0]!.reason as Error).message, /Idempotency-Key "deploy"/);
+          assert.equal((await sql(db.url, "SELECT 1 FROM tasks WHERE idempotency_key = 'deploy'")).length, 1);
+        } finally {
+          await Promise.all(stores.map((s) => s.close()));
+        }
+      });
+    });
+
+    it('migration 3 on a version-2 database: old attempts get an empty token (the sweeper still ends them), old workers no binding', async () => {
+      await withDb(async (db) => {
+        await sql(db.url, 'CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)');
+        for (const m of MIGRATIONS.filter((x) => x.version <= 2)) {
+          await sql(db.url, m.sql);
+          await sql(db.url, 'INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [m.version, m.name, T0]);
+        }
+        const id = newTaskId(T0);
+        await sql(
+          db.url,
+          `INSERT INTO tasks (id, owner, name, kind, state, command, args, script, interpreter, env, timeout_ms, max_retries, retry_base_delay_ms,
+             retry_factor, retry_max_delay_ms, priority, labels, attempts, current_attempt_id, created_at, updated_at)
+           VALUES ($1, 'alice', 'old', 'batch', 'running', 'true', '[]', NULL, '[]', '{}', NULL, 3, 1000, 2, 60000, 0, '{}', 1, NULL, $2, $2)`,
+          [id, T0],
+        );
+        await sql(db.url, "INSERT INTO attempts (id, task_id, number, worker_id, state, started_at, lease_expires_at) VALUES (1, $1, 1, 'w1', 'running', $2, $3)", [id, T0, T0 + LEASE]);
+        await sql(db.url, 'UPDATE tasks SET current_attempt_id = 1 WHERE id = $1', [id]);
+        await sql(db.url, "INSERT INTO workers (id, hostname, slots, labels, connected_at, last_seen_at, state) VALUES ('w1', 'h', 1, '{}', $1, $1, 'connected')", [T0]);
+        const [store] = openMany(db, 1);
+        try {
+          await store!.migrate();
+          const task = (await store!.getTask(id))!;
+          assert.deepEqual(task.requires, {});
+          const attempt = (await store!.getAttempt(1))!;
+          assert.equal(attempt.fencingToken, '');
+          assert.equal(attempt.stopReason, null);
+          // Its lease (written by an old server's clock, years ago) has expired on the database's clock.
+          assert.deepEqual((await store!.expiredAttempts(T0, 10)).map((a) => a.id), [1]);
+          const ended = await store!.endAttempt(1, attempt.fencingToken, lost, 'scheduler', T0 + 1, { leaseExpired: true });
+          assert.equal(ended?.task.state, 'waiting');
+          // The old worker row is bound by the next registration, and then to that token only.
+          assert.equal(await store!.registerWorker({ id: 'w1', hostname: 'h', slots: 1, labels: {}, connectedAt: T0, lastSeenAt: T0 }, 'tok-1'), true);
+          assert.equal((await sql<{ token_id: string }>(db.url, "SELECT token_id FROM workers WHERE id = 'w1'"))[0]?.token_id, 'tok-1');
+        } finally {
+          await store!.close();
+        }
+      }, false);
     });
   });
 });

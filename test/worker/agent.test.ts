@@ -6,13 +6,13 @@ import { after, before, describe, it } from 'node:test';
 import { PROTOCOL_VERSION, type AgentMessage, type AssignedAttempt } from '../../src/core/protocol.js';
 import { startAgent, type AgentOptions } from '../../src/worker/agent.js';
 import { deadUrl, FakeServer, TOKEN, type FakeConn } from './fake-server.js';
-import { exists, tempDir } from './helpers.js';
+import { exists, tempDir, fencingToken } from './helpers.js';
 import { connectAgent } from './agent-harness.js';
 
 let nextId = 100;
 function attempt(over: Partial<AssignedAttempt>): AssignedAttempt {
   const id = nextId++;
-  return { attemptId: id, fencingToken: id, taskId: `01TASK${id}`, number: 1, command: null, args: [], script: null, interpreter: [], env: {}, timeoutMs: null, ...over };
+  return { attemptId: id, fencingToken: fencingToken(), taskId: `01TASK${id}`, number: 1, command: null, args: [], script: null, interpreter: [], env: {}, timeoutMs: null, ...over };
 }
 
 const decode = (logs: Array<Extract<AgentMessage, { type: 'log' }>>) => logs.map((l) => Buffer.from(l.data, 'base64').toString()).join('');
@@ -144,7 +144,7 @@ describe('worker agent', { timeout: 30_000 }, () => {
     }
   });
 
-  it('kills attempts the welcome after a reconnect calls stale, without reporting them', async () => {
+  it('kills attempts a welcome stop order (report: false) names, without reporting them', async () => {
     const server = await FakeServer.start();
     const { agent, conn: c1, endOf } = await connect(server);
     try {
@@ -153,7 +153,9 @@ describe('worker agent', { timeout: 30_000 }, () => {
       const { pid } = await c1.next('started');
       c1.ws.terminate();
       const c2 = await server.nextConnection();
-      const hello = await c2.welcome({ stale: [a.attemptId] });
+      const stop = [{ attemptId: a.attemptId, reason: 'attempt ended', report: false }];
+      c2.stopOrders = stop; // repeated on every heartbeat_ack: harmless
+      const hello = await c2.welcome({ stop });
       assert.deepEqual(hello.running, [{ attemptId: a.attemptId, fencingToken: a.fencingToken }]);
       const end = await endOf(a.attemptId);
       assert.equal(end.reported, false);
@@ -196,26 +198,7 @@ describe('worker agent', { timeout: 30_000 }, () => {
     }
   });
 
-  it('stops its attempts when no server is reachable past the lease', async () => {
-    const server = await FakeServer.start();
-    const { agent, conn, endOf } = await connect(server, {}, { heartbeatMs: 50, leaseMs: 400 });
-    try {
-      const a = attempt({ command: 'sleep', args: ['100'] });
-      conn.send({ type: 'assign', attempt: a });
-      const { pid } = await conn.next('started');
-      const cut = Date.now();
-      await server.close(); // nothing listens any more: reconnects fail
-      const end = await endOf(a.attemptId);
-      assert.ok(Date.now() - cut >= 300, 'stopped before the lease ran out');
-      assert.equal(end.reported, false);
-      assert.equal(end.result.outcome, 'cancelled');
-      assert.equal(exists(pid), false);
-    } finally {
-      await agent.close();
-    }
-  });
-
-  it('close() kills running attempts, reports them and closes the socket', async () => {
+  it('close() kills running attempts, reports them lost and closes the socket', async () => {
     const server = await FakeServer.start();
     const { agent, conn } = await connect(server);
     try {
@@ -228,7 +211,8 @@ describe('worker agent', { timeout: 30_000 }, () => {
       await conn.closed;
       assert.equal(exists(pid), false);
       const exit = await conn.next('exit', undefined, 0);
-      assert.equal(exit.outcome, 'cancelled');
+      // lost: the task runs again elsewhere without using a retry.
+      assert.equal(exit.outcome, 'lost');
       assert.equal(exit.error, 'worker shutting down');
       await agent.close(); // idempotent
     } finally {
@@ -254,5 +238,7 @@ describe('worker agent', { timeout: 30_000 }, () => {
     await assert.rejects(startAgent({ servers: ['ftp://x'], token: TOKEN, slots: 1, workDir: tmp.dir }), /http\(s\):\/\/ or ws\(s\):\/\//);
     await assert.rejects(startAgent({ servers: ['http://127.0.0.1:1'], token: TOKEN, slots: 0, workDir: tmp.dir }), /slots/);
     await assert.rejects(startAgent({ servers: [], token: TOKEN, slots: 1, workDir: tmp.dir }), /no server/);
+    await assert.rejects(startAgent({ servers: ['http://127.0.0.1:1'], token: TOKEN, slots: 1, workDir: tmp.dir, passEnv: ['DROVER_TOKEN'] }), /passEnv name "DROVER_TOKEN": DROVER_TOKEN is the worker token/);
+    await assert.rejects(startAgent({ servers: ['http://127.0.0.1:1'], token: TOKEN, slots: 1, workDir: tmp.dir, passEnv: ['A-B'] }), /invalid passEnv name "A-B"/);
   });
 });

@@ -5,7 +5,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { WORKER_CONNECT_PATH, type AgentMessage, type ServerMessage } from '../../src/core/protocol.js';
+import { WORKER_CONNECT_PATH, type AgentMessage, type ServerMessage, type StopOrder } from '../../src/core/protocol.js';
 
 export const TOKEN = 'drv_test_worker_token';
 
@@ -15,6 +15,10 @@ export class FakeConn {
   private waiters: Array<() => void> = [];
   /** Ack every log chunk as it arrives. */
   autoAck = false;
+  /** Answer every heartbeat with a heartbeat_ack (as a server does once the renewal is stored). */
+  answerHeartbeats = true;
+  /** The stop orders every heartbeat_ack carries (a server repeats them until the attempts end). */
+  stopOrders: StopOrder[] = [];
   readonly closed: Promise<void>;
 
   constructor(
@@ -25,6 +29,7 @@ export class FakeConn {
       const msg = JSON.parse(data.toString()) as AgentMessage;
       this.messages.push(msg);
       if (this.autoAck && msg.type === 'log') this.send({ type: 'ack', attemptId: msg.attemptId, seq: msg.seq });
+      if (this.answerHeartbeats && msg.type === 'heartbeat') this.send({ type: 'heartbeat_ack', seq: msg.seq, stop: this.stopOrders });
       const w = this.waiters;
       this.waiters = [];
       w.forEach((f) => f());
@@ -33,7 +38,7 @@ export class FakeConn {
   }
 
   send(msg: ServerMessage): void {
-    this.ws.send(JSON.stringify(msg));
+    if (this.ws.readyState === this.ws.OPEN) this.ws.send(JSON.stringify(msg));
   }
 
   /**
@@ -64,9 +69,9 @@ export class FakeConn {
   }
 
   /** Answers the hello (which it returns) with a welcome. */
-  async welcome(opts: { heartbeatMs?: number; leaseMs?: number; stale?: number[] } = {}): Promise<Extract<AgentMessage, { type: 'hello' }>> {
+  async welcome(opts: { heartbeatMs?: number; leaseMs?: number; stop?: StopOrder[] } = {}): Promise<Extract<AgentMessage, { type: 'hello' }>> {
     const hello = await this.next('hello');
-    this.send({ type: 'welcome', workerId: hello.workerId, heartbeatMs: opts.heartbeatMs ?? 50, leaseMs: opts.leaseMs ?? 5_000, stale: opts.stale ?? [] });
+    this.send({ type: 'welcome', workerId: hello.workerId, heartbeatMs: opts.heartbeatMs ?? 50, leaseMs: opts.leaseMs ?? 5_000, stop: opts.stop ?? [] });
     return hello;
   }
 }

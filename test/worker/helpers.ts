@@ -2,11 +2,17 @@
  * Shared pieces of the worker tests: a temp work dir, a runner whose output a
  * test consumer pulls (acking at once or later), and process-existence checks.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { OutputChunk } from '../../src/worker/log-pump.js';
 import { runAttempt, type AttemptRun, type AttemptSpec, type RunnerOptions } from '../../src/worker/process-runner.js';
+
+/** A fencing token as the server makes them: 32 random hex digits. */
+export function fencingToken(): string {
+  return randomBytes(16).toString('hex');
+}
 
 export function tempDir(prefix: string): { dir: string; remove(): void } {
   const dir = mkdtempSync(path.join(tmpdir(), prefix));
@@ -54,4 +60,25 @@ export function exists(pid: number): boolean {
     if ((err as NodeJS.ErrnoException).code === 'ESRCH') return false;
     throw err;
   }
+}
+
+/**
+ * Pids of the group's members that are still running, i.e. not zombies
+ * (Linux /proc). A killed orphan stays a zombie until init reaps it, which
+ * some inits (this test machine's) do only every few seconds: timing
+ * assertions about a kill look at this, not at whether the pid exists.
+ */
+export function runningMembers(pgid: number): number[] {
+  const found: number[] = [];
+  for (const e of readdirSync('/proc')) {
+    if (!/^\d+$/.test(e)) continue;
+    try {
+      const stat = readFileSync(`/proc/${e}/stat`, 'utf8');
+      const [state, , pgrp] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (Number(pgrp) === pgid && state !== 'Z' && state !== 'X') found.push(Number(e));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return found;
 }

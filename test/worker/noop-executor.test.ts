@@ -11,13 +11,13 @@ import { after, before, describe, it } from 'node:test';
 import type { AgentMessage, AssignedAttempt } from '../../src/core/protocol.js';
 import { startAgent, type AgentOptions } from '../../src/worker/agent.js';
 import { FakeServer, TOKEN } from './fake-server.js';
-import { tempDir } from './helpers.js';
+import { tempDir, fencingToken } from './helpers.js';
 
 let nextId = 500;
 function attempt(over: Partial<AssignedAttempt> = {}): AssignedAttempt {
   const id = nextId++;
   // A command that would fail if it ran: the noop executor must not run it.
-  return { attemptId: id, fencingToken: id, taskId: `01NOOP${id}`, number: 1, command: 'false', args: [], script: null, interpreter: [], env: {}, timeoutMs: null, ...over };
+  return { attemptId: id, fencingToken: fencingToken(), taskId: `01NOOP${id}`, number: 1, command: 'false', args: [], script: null, interpreter: [], env: {}, timeoutMs: null, ...over };
 }
 
 describe('worker agent, noop executor', { timeout: 30_000 }, () => {

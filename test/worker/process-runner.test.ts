@@ -9,6 +9,11 @@ import { collect, exists, spec, tempDir } from './helpers.js';
 
 const GRACE = 300;
 
+/** Resolves once the task printed "ready" (it has set its traps). */
+async function ready(c: ReturnType<typeof collect>): Promise<void> {
+  while (!c.text('stdout').includes('ready')) await new Promise((r) => setTimeout(r, 5));
+}
+
 describe('process runner', { timeout: 30_000 }, () => {
   let tmp: ReturnType<typeof tempDir>;
   before(() => (tmp = tempDir('drover-runner-')));
@@ -123,6 +128,47 @@ describe('process runner', { timeout: 30_000 }, () => {
     const r = await c.run.result;
     assert.deepEqual({ ...r, durationMs: 0 }, { outcome: 'cancelled', exitCode: null, signal: 'SIGTERM', error: 'user asked', durationMs: 0 });
     assert.equal(exists(pid), false);
+  });
+
+  it('a kill\'s own grace: SIGKILL after graceMs, not the runner\'s killGraceMs', async () => {
+    const c = collect(spec({ command: 'sh', args: ['-c', 'trap "" TERM; sleep 100 & echo ready; wait'] }), { ...opts(), killGraceMs: 10_000 });
+    const pgid = await c.started;
+    await ready(c);
+    const t0 = Date.now();
+    c.run.kill('lost', 'self-fenced', { graceMs: 100 });
+    const r = await c.run.result;
+    assert.equal(r.outcome, 'lost');
+    assert.equal(r.signal, 'SIGKILL');
+    assert.ok(Date.now() - t0 < 5_000, `took ${Date.now() - t0} ms`);
+    assert.equal(exists(-pgid), false);
+  });
+
+  it('a later kill with a shorter grace brings the SIGKILL forward and keeps the first reason', async () => {
+    const c = collect(spec({ command: 'sh', args: ['-c', 'trap "" TERM; sleep 100 & echo ready; wait'] }), { ...opts(), killGraceMs: 10_000 });
+    const pgid = await c.started;
+    await ready(c);
+    c.run.kill('cancelled', 'user asked'); // SIGKILL in 10 s
+    const t0 = Date.now();
+    c.run.kill('lost', 'self-fenced', { graceMs: 50 });
+    c.run.kill('lost', 'again', { graceMs: 60_000 }); // a longer grace never delays it
+    const r = await c.run.result;
+    assert.equal(r.outcome, 'cancelled');
+    assert.equal(r.error, 'user asked');
+    assert.equal(r.signal, 'SIGKILL');
+    assert.ok(Date.now() - t0 < 5_000, `took ${Date.now() - t0} ms`);
+    assert.equal(exists(-pgid), false);
+  });
+
+  it('tells its group watch about the group when spawned and when gone', async () => {
+    const events: string[] = [];
+    const c = collect(spec({ taskId: 'TASKG', command: 'sh', args: ['-c', 'sleep 100 & echo started'] }), {
+      ...opts(),
+      groups: { add: (pgid, taskId) => events.push(`add ${pgid} ${taskId}`), remove: (pgid) => events.push(`del ${pgid}`) },
+    });
+    const pgid = await c.started;
+    const r = await c.run.result;
+    assert.equal(r.outcome, 'succeeded');
+    assert.deepEqual(events, [`add ${pgid} TASKG`, `del ${pgid}`]);
   });
 
   it('a cancel before the spawn ends the attempt without running anything', async () => {

@@ -117,7 +117,7 @@ export class WorkerSupervisor {
   private spawn(i: number, backoffMs: number): void {
     if (this.stopping) return;
     const name = `w${i}`;
-    // A short drain: stop() SIGKILLs a worker after 15 s, and a killed agent would leave its attempts running.
+    // A short drain: stop() SIGKILLs a worker after 15 s, and a killed agent's attempts would be stopped by its reaper, but reported only as lost leases 15 s later.
     const args = [CLI_MAIN, 'worker', '--server', this.opts.url, '--slots', String(this.opts.slots), '--work-dir', join(this.opts.dir, 'work', name), '--id', `dev-${name}`, '--drain-timeout', '5s'];
     const env: NodeJS.ProcessEnv = { ...process.env, DROVER_TOKEN: this.opts.token };
     delete env.DROVER_URL;

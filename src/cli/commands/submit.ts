@@ -2,18 +2,26 @@
  * `drover submit [options] -- CMD [ARGS...]` (or `--script FILE|-`).
  *
  * Every flag is validated here, before any request, with a message naming
- * the flag (exit 2). Prints the new task's id, or the task as JSON. With
+ * the flag (exit 2). Prints the new task's id, or the task as JSON.
+ *
+ * Every submit carries an Idempotency-Key: `--idempotency-key K`, or a random
+ * one made for this invocation. The client retries the submit with the same
+ * key after a 503 or a request that got no answer, so a retry never makes a
+ * second task; and re-running the command with the same `--idempotency-key`
+ * prints the task the first run made. With
  * `--wait` it streams the log to stdout until the task ends and exits with the
  * task's status (see waitOutcome); with `--wait --json` stdout carries only the
  * final task JSON.
  */
+import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
+import { IDEMPOTENCY_KEY_PATTERN } from '../../client/client.js';
 import { RETRY_LIMITS } from '../../core/retry-policy.js';
 import type { SubmitTaskRequest, Task } from '../../client/types.js';
 import { connect } from '../context.js';
-import { streamLogs, waitOutcome } from '../follow-logs.js';
-import { printJson } from '../output.js';
+import { streamLogs, terminalFilter, waitOutcome } from '../follow-logs.js';
+import { printJson, safeText } from '../output.js';
 import { collect, parseDurationFlag, parseIntFlag, parseKeyValues, parseNumberFlag } from '../parse.js';
 import { UsageError } from '../usage-error.js';
 
@@ -29,6 +37,8 @@ export interface SubmitFlags {
   priority?: string;
   env?: string[];
   label?: string[];
+  require?: string[];
+  idempotencyKey?: string;
   script?: string;
   interpreter?: string;
   wait?: boolean;
@@ -63,6 +73,8 @@ export function buildSubmitRequest(argv: readonly string[], f: SubmitFlags, read
   if (Object.keys(env).length) req.env = env;
   const labels = parseKeyValues('--label', f.label);
   if (Object.keys(labels).length) req.labels = labels;
+  const requires = parseKeyValues('--require', f.require);
+  if (Object.keys(requires).length) req.requires = requires;
 
   if (f.script !== undefined) {
     if (argv.length) throw new UsageError(`--script and a command are exclusive: got --script ${f.script} and command "${argv[0]}"`);
@@ -80,6 +92,15 @@ export function buildSubmitRequest(argv: readonly string[], f: SubmitFlags, read
     if (args.length) req.args = args;
   }
   return req;
+}
+
+/** The key to send: the flag's, checked against the server's rule, or a fresh random one. */
+export function idempotencyKeyOf(f: Pick<SubmitFlags, 'idempotencyKey'>, random: () => string = randomUUID): string {
+  if (f.idempotencyKey === undefined) return random();
+  if (!IDEMPOTENCY_KEY_PATTERN.test(f.idempotencyKey)) {
+    throw new UsageError(`invalid --idempotency-key "${safeText(f.idempotencyKey)}": expected 1..255 visible ASCII characters (no spaces)`);
+  }
+  return f.idempotencyKey;
 }
 
 function readScriptFile(file: string): string {
@@ -105,14 +126,17 @@ export function submitCommand(): Command {
     .option('--priority <n>', 'integer -1000..1000, higher runs first (default 0)')
     .option('--env <K=V>', 'environment variable for the task (repeatable)', collect)
     .option('--label <K=V>', 'label (repeatable)', collect)
+    .option('--require <K=V>', 'run only on a worker with this label (repeatable; all must match)', collect)
+    .option('--idempotency-key <key>', 'submitting again with the same key returns the first task instead of a new one (default: a random key per submit)')
     .option('--script <file>', 'run this script file instead of a command ("-" reads stdin)')
     .option('--interpreter <argv>', 'with --script: the program that runs it, e.g. "python3 -u" (default sh)')
     .option('--wait', 'stream the log, then exit with the task\'s exit status')
     .option('--json', 'print the task as JSON')
     .action(async (argv: string[], flags: SubmitFlags, cmd: Command) => {
       const req = buildSubmitRequest(argv, flags);
+      const idempotencyKey = idempotencyKeyOf(flags);
       const client = connect(cmd);
-      const task = await client.submit(req);
+      const task = await client.submit(req, { idempotencyKey });
       if (!flags.wait) {
         if (flags.json) printJson(task);
         else process.stdout.write(`${task.id}\n`);
@@ -122,10 +146,12 @@ export function submitCommand(): Command {
         process.stderr.write(`drover: stopped waiting; task ${task.id} keeps running (drover cancel ${task.id} stops it)\n`);
         process.exit(130);
       });
-      const final: Task = (await streamLogs(client, task.id, { follow: true, out: flags.json ? null : process.stdout })) ?? task;
+      const out = flags.json ? null : process.stdout;
+      const filter = out ? terminalFilter(process.stdout) : undefined;
+      const final: Task = (await streamLogs(client, task.id, { follow: true, out, ...(filter ? { filter } : {}) })) ?? task;
       if (flags.json) printJson(final);
       const { exitCode, message } = waitOutcome(final);
-      if (message) process.stderr.write(`drover: ${message}\n`);
+      if (message) process.stderr.write(`drover: ${safeText(message)}\n`);
       process.exitCode = exitCode;
     });
 }

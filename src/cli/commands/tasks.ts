@@ -5,8 +5,8 @@
 import { Command } from 'commander';
 import type { ListTasksQuery, Task, TaskDetail } from '../../client/types.js';
 import { connect } from '../context.js';
-import { streamLogs } from '../follow-logs.js';
-import { formatAge, formatExit, formatLabels, formatMs, formatTable, formatTime, printJson } from '../output.js';
+import { streamLogs, terminalFilter } from '../follow-logs.js';
+import { formatAge, formatExit, formatLabels, formatMs, formatTable, formatTime, printJson, safeText } from '../output.js';
 import { parseIntFlag, parseTaskId, parseTaskState } from '../parse.js';
 
 interface LsFlags {
@@ -75,6 +75,7 @@ export function formatTaskDetail(d: TaskDetail, now = Date.now()): string {
     ['run', what],
     ['env', Object.keys(t.env).length ? Object.keys(t.env).join(',') : '-'],
     ['labels', formatLabels(t.labels)],
+    ['requires', formatLabels(t.requires)],
     ['priority', String(t.priority)],
     ['timeout', formatMs(t.timeoutMs)],
     ['retry', `${t.retriesUsed}/${t.retry.maxRetries} used, base ${formatMs(t.retry.baseDelayMs)}, x${t.retry.factor}, cap ${formatMs(t.retry.maxDelayMs)}`],
@@ -95,7 +96,8 @@ export function formatTaskDetail(d: TaskDetail, now = Date.now()): string {
     fields.push(['result', '-']);
   }
   const width = Math.max(...fields.map(([k]) => k.length));
-  let out = fields.map(([k, v]) => `${(k + ':').padEnd(width + 1)} ${v}`).join('\n') + '\n';
+  // Values are task data: escaped, so one field stays one line and no escape sequence reaches the terminal.
+  let out = fields.map(([k, v]) => `${(k + ':').padEnd(width + 1)} ${safeText(v)}`).join('\n') + '\n';
 
   out += '\nATTEMPTS\n';
   out += d.attempts.length
@@ -153,7 +155,9 @@ export function logsCommand(): Command {
     .action(async (rawId: string, flags: { follow?: boolean; attempt?: string }, cmd: Command) => {
       const id = parseTaskId(rawId);
       const attempt = flags.attempt !== undefined ? parseIntFlag('--attempt', flags.attempt, 1, 1_000_000) : undefined;
-      await streamLogs(connect(cmd), id, { follow: !!flags.follow, out: process.stdout, ...(attempt !== undefined ? { attempt } : {}) });
+      // To a terminal, without the escape sequences and controls of the task's output; piped, byte for byte.
+      const filter = terminalFilter(process.stdout);
+      await streamLogs(connect(cmd), id, { follow: !!flags.follow, out: process.stdout, ...(filter ? { filter } : {}), ...(attempt !== undefined ? { attempt } : {}) });
     });
 }
 
@@ -166,7 +170,7 @@ export function cancelCommand(): Command {
       const id = parseTaskId(rawId);
       const task = await connect(cmd).cancel(id);
       if (flags.json) printJson(task);
-      else process.stdout.write(`${task.state}\n`);
+      else process.stdout.write(`${safeText(task.state)}\n`);
     });
 }
 
@@ -179,6 +183,6 @@ export function retryCommand(): Command {
       const id = parseTaskId(rawId);
       const task = await connect(cmd).retry(id);
       if (flags.json) printJson(task);
-      else process.stdout.write(`${task.state}\n`);
+      else process.stdout.write(`${safeText(task.state)}\n`);
     });
 }

@@ -8,7 +8,7 @@
 import { Command } from 'commander';
 import type { Role } from '../../client/types.js';
 import { connect } from '../context.js';
-import { formatTable, formatTime, printJson } from '../output.js';
+import { formatTable, formatTime, printJson, safeText } from '../output.js';
 import { UsageError } from '../usage-error.js';
 
 const ROLES: readonly Role[] = ['admin', 'user', 'worker'];
@@ -49,7 +49,7 @@ export function tokenCommand(): Command {
       if (flags.json) return printJson(created);
       process.stdout.write(`${created.secret}\n`);
       process.stderr.write(
-        `created ${created.token.role} token ${created.token.id} (name ${created.token.name}, user ${created.token.user}); ` +
+        `created ${safeText(created.token.role)} token ${safeText(created.token.id)} (name ${safeText(created.token.name)}, user ${safeText(created.token.user)}); ` +
           `the secret above will not be shown again\n`,
       );
     });
@@ -78,7 +78,7 @@ export function tokenCommand(): Command {
       const id = parseTokenId(rawId);
       const t = await connect(cmd).revokeToken(id);
       if (flags.json) return printJson(t);
-      process.stdout.write(`revoked ${t.id} (${t.name})\n`);
+      process.stdout.write(`revoked ${safeText(t.id)} (${safeText(t.name)})\n`);
     });
 
   return token;

@@ -5,6 +5,12 @@
  * second signal stops the running attempts at once (still reported lost); a
  * third exits 1 at once.
  *
+ * Tasks get a clean environment (worker/task-env.ts): PATH=/usr/local/sbin:
+ * /usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin, HOME=<the attempt's work
+ * dir>, LANG=C.UTF-8, the variables named with --pass-env (when set), the
+ * task's env, then DROVER_TASK_ID / DROVER_ATTEMPT / DROVER_OUTPUT_DIR.
+ * Nothing else of this process's environment, above all not DROVER_TOKEN.
+ *
  * When started by `drover dev` (an IPC channel to the parent exists), the agent
  * also shuts down when that parent goes away, even if it was SIGKILLed, so dev
  * never leaves orphaned workers behind.
@@ -12,15 +18,21 @@
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Command } from 'commander';
-import { DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS } from '../../core/protocol.js';
+import { selfFencePlan } from '../../core/lease.js';
+import { DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS, LABEL_LIMITS } from '../../core/protocol.js';
 import type { GlobalOptions } from '../context.js';
 import { collect, parseDurationFlag, parseHttpUrl, parseIntFlag, parseKeyValues } from '../parse.js';
 import { onShutdown } from '../signals.js';
 import { UsageError } from '../usage-error.js';
 import { EXECUTORS, isExecutor, type Executor } from '../../worker/noop-executor.js';
+import { passEnvNameProblem, TASK_LANG, TASK_PATH } from '../../worker/task-env.js';
 
 /** Same as the agent's DEFAULT_DRAIN_TIMEOUT_MS (not imported: the agent module loads lazily). */
 const DEFAULT_DRAIN_TIMEOUT_MS = 30_000;
+/** The agent's default SIGTERM → SIGKILL grace. */
+const DEFAULT_KILL_GRACE_MS = 5_000;
+/** Same as worker/reaper.ts REAPER_MAX_GRACE_MS (not imported: that module is the reaper's entry point). */
+const REAPER_MAX_GRACE_MS = 2_000;
 
 interface WorkerFlags {
   server?: string[];
@@ -30,8 +42,12 @@ interface WorkerFlags {
   id?: string;
   executor?: string;
   drainTimeout?: string;
+  passEnv?: string[];
   logLevel: string;
 }
+
+/** With the default lease and kill grace: when the agent stops its attempts if no heartbeat is confirmed (for --help). */
+const fence = selfFencePlan(0, DEFAULT_LEASE_MS, DEFAULT_KILL_GRACE_MS);
 
 /** Longest --drain-timeout: one day. */
 const MAX_DRAIN_TIMEOUT_MS = 86_400_000;
@@ -45,6 +61,8 @@ export interface WorkerConfig {
   workDir: string;
   executor: Executor;
   drainTimeoutMs: number;
+  /** Names of variables passed on to tasks (validated, deduplicated, in order). */
+  passEnv: string[];
 }
 
 /** Validates the flags (and env fallbacks) into the agent's options, or throws UsageError. */
@@ -56,6 +74,11 @@ export function buildWorkerConfig(flags: WorkerFlags, globalToken: string | unde
   if (!token) throw new UsageError('missing --token: pass --token T or set DROVER_TOKEN to a worker token (drover token create --name NAME --role worker)');
   const slots = flags.slots !== undefined ? parseIntFlag('--slots', flags.slots, 1, 1024) : availableParallelism();
   const labels = parseKeyValues('--label', flags.label);
+  if (Object.keys(labels).length > LABEL_LIMITS.count) throw new UsageError(`too many --label flags: at most ${LABEL_LIMITS.count}`);
+  for (const [k, v] of Object.entries(labels)) {
+    if (k.length > LABEL_LIMITS.keyLength) throw new UsageError(`invalid --label "${k.slice(0, 40)}...": the key is over ${LABEL_LIMITS.keyLength} characters`);
+    if (v.length > LABEL_LIMITS.valueLength) throw new UsageError(`invalid --label "${k}=...": the value is over ${LABEL_LIMITS.valueLength} characters`);
+  }
   if (flags.id !== undefined && !/^[A-Za-z0-9._-]{1,100}$/.test(flags.id)) {
     throw new UsageError(`invalid --id "${flags.id}": expected 1..100 characters from A-Z a-z 0-9 . _ -`);
   }
@@ -64,7 +87,13 @@ export function buildWorkerConfig(flags: WorkerFlags, globalToken: string | unde
   const executor = flags.executor ?? 'process';
   if (!isExecutor(executor)) throw new UsageError(`invalid --executor "${executor}": expected one of ${EXECUTORS.join(', ')}`);
   const drainTimeoutMs = flags.drainTimeout !== undefined ? parseDurationFlag('--drain-timeout', flags.drainTimeout, MAX_DRAIN_TIMEOUT_MS) : DEFAULT_DRAIN_TIMEOUT_MS;
-  return { servers, token, slots, labels, workerId: flags.id, workDir, executor, drainTimeoutMs };
+  const passEnv: string[] = [];
+  for (const name of flags.passEnv ?? []) {
+    const problem = passEnvNameProblem(name);
+    if (problem) throw new UsageError(`invalid --pass-env "${name}": ${problem}`);
+    if (!passEnv.includes(name)) passEnv.push(name);
+  }
+  return { servers, token, slots, labels, workerId: flags.id, workDir, executor, drainTimeoutMs, passEnv };
 }
 
 export function workerCommand(): Command {
@@ -73,17 +102,26 @@ export function workerCommand(): Command {
     .option('--server <url>', 'a Drover server; repeat for several (default: env DROVER_URL)', collect)
     .option('--token <token>', 'a worker token (default: env DROVER_TOKEN)')
     .option('--slots <n>', 'attempts run at once, 1..1024 (default: number of CPUs)')
-    .option('--label <K=V>', 'label the scheduler can match on (repeatable)', collect)
+    .option('--label <K=V>', 'a label of this worker (repeatable); tasks submitted with --require K=V run only on workers with that label', collect)
     .option('--work-dir <dir>', 'parent of the attempts\' work directories (default: <tmpdir>/drover-worker-<id or pid>)')
     .option('--id <id>', 'stable worker id (default: chosen by the agent)')
     .option('--executor <kind>', 'what runs attempts: process (the task\'s command) or noop (nothing; each attempt succeeds at once, for benchmarks and tests)', 'process')
     .option('--drain-timeout <duration>', 'on SIGTERM/SIGINT (or a server\'s drain), how long running attempts may finish before they are stopped and reported lost, e.g. 30s, 2m (default: 30s)')
+    .option('--pass-env <name>', 'pass this variable of the worker\'s environment on to tasks, when set (repeatable; never DROVER_TOKEN)', collect)
     .option('--log-level <level>', 'agent log level on stderr (error, warn, info, debug)', 'info')
     .addHelpText(
       'after',
       `\nLiveness: the agent heartbeats every ${DEFAULT_HEARTBEAT_MS / 1000} s; a worker not heard from for ${DEFAULT_LEASE_MS / 1000} s\n` +
-        `is lost: the server requeues its attempts (without using a retry), and an agent\n` +
-        `that cannot reach its server for ${DEFAULT_LEASE_MS / 1000} s stops its own attempts.\n` +
+        `is lost: the server requeues its attempts (without using a retry). An agent whose\n` +
+        `heartbeats no server confirms stops its own attempts before that lease can end\n` +
+        `(SIGTERM ${fence.stopAt / 1000} s after the last confirmed heartbeat was sent, SIGKILL at ${(fence.stopAt + fence.graceMs) / 1000} s), so a\n` +
+        `replacement never runs alongside them. If the agent is killed outright (kill -9),\n` +
+        `a small reaper process it started stops its attempts' process groups (SIGTERM,\n` +
+        `then SIGKILL ${REAPER_MAX_GRACE_MS / 1000} s later).\n` +
+        `\nTask environment: tasks do not see the worker's environment (nor its token).\n` +
+        `They get PATH=${TASK_PATH},\n` +
+        `HOME=<the attempt's work dir>, LANG=${TASK_LANG}, the --pass-env variables,\n` +
+        `the task's env, then DROVER_TASK_ID, DROVER_ATTEMPT and DROVER_OUTPUT_DIR.\n` +
         `\nDrain: SIGTERM/SIGINT drains the worker: it accepts no more work, lets running\n` +
         `attempts finish for up to --drain-timeout (default ${DEFAULT_DRAIN_TIMEOUT_MS / 1000} s), then stops the rest and\n` +
         `reports them lost (they run again elsewhere without using a retry), and exits 0.\n` +
@@ -104,6 +142,7 @@ export function workerCommand(): Command {
         workDir: cfg.workDir,
         executor: cfg.executor,
         drainTimeoutMs: cfg.drainTimeoutMs,
+        passEnv: cfg.passEnv,
         logger,
         ...(cfg.workerId !== undefined ? { workerId: cfg.workerId } : {}),
       });

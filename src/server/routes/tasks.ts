@@ -1,19 +1,28 @@
 /** Task routes (docs/api.md, "Tasks"). Users see and act on their own tasks; admins on all. */
-import { Readable } from 'node:stream';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { ServerResponse } from 'node:http';
+import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
-import { InvalidInputError, NotFoundError } from '../../core/errors.js';
+import { ConflictError, InvalidInputError, NotFoundError } from '../../core/errors.js';
 import { newTaskId } from '../../core/ids.js';
 import { isTerminal } from '../../core/task-state.js';
 import type { Task } from '../../core/task.js';
-import { requireRole, type Principal } from '../auth.js';
+import { principalOf, type Principal } from '../auth.js';
 import type { AppContext } from '../context.js';
-import { ListQuery, LogsQuery, SubmitBody, TaskIdParams, TaskSchema, AttemptSchema, EventSchema, ErrorSchema } from '../schemas.js';
+import { ListQuery, LogsQuery, SubmitBody, SubmitHeaders, TaskIdParams, TaskSchema, AttemptSchema, EventSchema, ErrorSchema } from '../schemas.js';
 import { attemptJson, eventJson, taskJson } from '../serialize.js';
-import { toTaskSpec } from '../task-input.js';
+import { requestHash, toTaskSpec } from '../task-input.js';
 
 const TaskEnvelope = Type.Object({ task: TaskSchema });
 const errors = { 400: ErrorSchema, 401: ErrorSchema, 403: ErrorSchema, 404: ErrorSchema, 409: ErrorSchema };
+/** Task routes are for people: admins (all tasks) and users (their own). Never worker tokens. */
+const people = { auth: ['admin', 'user'] } as const;
+
+/**
+ * Log chunks read per store query. A chunk is at most LOG_LIMITS.maxChunkBytes
+ * (core/protocol.ts, 64 KiB), so one page holds at most 2 MiB, the most a follower keeps in
+ * memory besides the socket's own buffer (see the logs route).
+ */
+export const LOG_PAGE_CHUNKS = 32;
 
 function ownedTask(task: Task | null, id: string, p: Principal): Task {
   if (!task || (p.role !== 'admin' && task.owner !== p.user)) throw new NotFoundError('task', id);
@@ -22,24 +31,51 @@ function ownedTask(task: Task | null, id: string, p: Principal): Task {
 
 export function taskRoutes(app: FastifyInstance, ctx: AppContext): void {
   const { store, clock } = ctx;
-  const user = (req: FastifyRequest) => requireRole(req, 'admin', 'user');
+  const user = principalOf;
 
-  app.post<{ Body: SubmitBody }>(
+  app.post<{ Body: SubmitBody; Headers: SubmitHeaders }>(
     '/v1/tasks',
-    { schema: { tags: ['tasks'], summary: 'Submit a task', body: SubmitBody, response: { 201: TaskEnvelope, ...errors } } },
+    {
+      config: people,
+      schema: {
+        tags: ['tasks'],
+        summary: 'Submit a task',
+        description:
+          'With an Idempotency-Key header the submit can be repeated safely: 201 when this request created the task, ' +
+          '200 with the same task when the key (per user) was seen before with the same body, 409 when it was seen with a different body.',
+        headers: SubmitHeaders,
+        body: SubmitBody,
+        response: {
+          201: { description: 'Created', ...TaskEnvelope },
+          200: { description: 'A repeat of an earlier submit with the same Idempotency-Key and body: the task it created', ...TaskEnvelope },
+          ...errors,
+        },
+      },
+    },
     async (req, reply) => {
       const p = user(req);
       const spec = toTaskSpec(req.body);
+      const key = req.headers['idempotency-key'];
+      const idem = key !== undefined ? { key, requestHash: requestHash(req.body) } : undefined;
       const now = clock.now();
       // The store signals wake: this server's scheduler (and, on PostgreSQL, every server's) dispatches.
-      const task = await store.createTask(newTaskId(now), p.user, spec, `user:${p.user}`, now);
-      return reply.code(201).send({ task: taskJson(task) });
+      let res;
+      try {
+        res = await store.createTask(newTaskId(now), p.user, spec, `user:${p.user}`, now, idem);
+      } catch (err) {
+        // With a key, the store's only conflict is that key bound to another body: say so in the API's words.
+        if (idem && err instanceof ConflictError) {
+          throw new ConflictError(`Idempotency-Key "${idem.key}" was already used for a different request body; use a new key for a new task`);
+        }
+        throw err;
+      }
+      return reply.code(res.created ? 201 : 200).send({ task: taskJson(res.task) });
     },
   );
 
   app.get<{ Querystring: ListQuery }>(
     '/v1/tasks',
-    { schema: { tags: ['tasks'], summary: 'List tasks, newest first', querystring: ListQuery, response: { 200: Type.Object({ tasks: Type.Array(TaskSchema), nextCursor: Type.Union([Type.String(), Type.Null()]) }), ...errors } } },
+    { config: people, schema: { tags: ['tasks'], summary: 'List tasks, newest first', querystring: ListQuery, response: { 200: Type.Object({ tasks: Type.Array(TaskSchema), nextCursor: Type.Union([Type.String(), Type.Null()]) }), ...errors } } },
     async (req) => {
       const p = user(req);
       const q = req.query;
@@ -59,7 +95,7 @@ export function taskRoutes(app: FastifyInstance, ctx: AppContext): void {
 
   app.get<{ Params: TaskIdParams }>(
     '/v1/tasks/:id',
-    { schema: { tags: ['tasks'], summary: 'A task with its attempts and events', params: TaskIdParams, response: { 200: Type.Object({ task: TaskSchema, attempts: Type.Array(AttemptSchema), events: Type.Array(EventSchema) }), ...errors } } },
+    { config: people, schema: { tags: ['tasks'], summary: 'A task with its attempts and events', params: TaskIdParams, response: { 200: Type.Object({ task: TaskSchema, attempts: Type.Array(AttemptSchema), events: Type.Array(EventSchema) }), ...errors } } },
     async (req) => {
       const p = user(req);
       const task = ownedTask(await store.getTask(req.params.id), req.params.id, p);
@@ -70,7 +106,7 @@ export function taskRoutes(app: FastifyInstance, ctx: AppContext): void {
 
   app.post<{ Params: TaskIdParams }>(
     '/v1/tasks/:id/cancel',
-    { schema: { tags: ['tasks'], summary: 'Cancel a task', params: TaskIdParams, response: { 200: TaskEnvelope, ...errors } } },
+    { config: people, schema: { tags: ['tasks'], summary: 'Cancel a task', params: TaskIdParams, response: { 200: TaskEnvelope, ...errors } } },
     async (req) => {
       const p = user(req);
       ownedTask(await store.getTask(req.params.id), req.params.id, p);
@@ -82,7 +118,7 @@ export function taskRoutes(app: FastifyInstance, ctx: AppContext): void {
 
   app.post<{ Params: TaskIdParams }>(
     '/v1/tasks/:id/retry',
-    { schema: { tags: ['tasks'], summary: 'Run a failed or cancelled task again with a fresh retry budget', params: TaskIdParams, response: { 200: TaskEnvelope, ...errors } } },
+    { config: people, schema: { tags: ['tasks'], summary: 'Run a failed or cancelled task again with a fresh retry budget', params: TaskIdParams, response: { 200: TaskEnvelope, ...errors } } },
     async (req) => {
       const p = user(req);
       ownedTask(await store.getTask(req.params.id), req.params.id, p);
@@ -94,6 +130,7 @@ export function taskRoutes(app: FastifyInstance, ctx: AppContext): void {
   app.get<{ Params: TaskIdParams; Querystring: LogsQuery }>(
     '/v1/tasks/:id/logs',
     {
+      config: people,
       schema: {
         tags: ['tasks'],
         summary: 'The task\'s output (stdout and stderr in the order read); follow=1 streams until the task ends',
@@ -106,21 +143,53 @@ export function taskRoutes(app: FastifyInstance, ctx: AppContext): void {
       const p = user(req);
       const task = ownedTask(await store.getTask(req.params.id), req.params.id, p);
       const follow = req.query.follow === '1' || req.query.follow === 'true';
+      // Written by hand rather than through reply.send(stream): the status line
+      // goes out at once (a follower of a task with no output yet knows the
+      // stream is open), and every write waits for 'drain' when the socket is
+      // full, so a slow client holds at most one page of the log here.
+      reply.hijack();
+      const res = reply.raw;
+      res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store' });
+      res.flushHeaders();
+      if (req.method === 'HEAD') return void res.end();
       const abort = new AbortController();
-      req.raw.on('close', () => abort.abort());
-      reply.header('content-type', 'text/plain; charset=utf-8').header('cache-control', 'no-store');
-      return reply.send(Readable.from(logStream(ctx, task.id, req.query.attempt, follow, abort.signal)));
+      // Revoking the token ends the stream at once (session-registry.ts). The
+      // connection is destroyed rather than the body ended, so the client
+      // cannot take it for the normal end of a finished task's log.
+      const unregister = ctx.sessions.register(p.tokenId, () => {
+        abort.abort();
+        res.destroy();
+      });
+      res.once('close', () => abort.abort());
+      try {
+        for await (const chunk of logStream(ctx, task.id, req.query.attempt, follow, abort.signal)) {
+          if (!res.write(chunk)) await drained(res);
+          if (abort.signal.aborted) break;
+        }
+        if (!abort.signal.aborted) res.end();
+      } catch (err) {
+        // Headers are out: all that can be said now is that the stream broke.
+        ctx.log.warn({ err, taskId: task.id }, 'log stream failed; closing it');
+        res.destroy();
+      } finally {
+        unregister();
+      }
     },
   );
 }
 
-/** Yields the task's log bytes; with `follow`, waits for more until the task has ended for good. */
+/**
+ * Yields the task's log bytes; with `follow`, waits for more until the task
+ * has ended for good. Memory: one page (LOG_PAGE_CHUNKS chunks) at a time; the
+ * next page is read only when the consumer has taken this one.
+ */
 async function* logStream(ctx: AppContext, taskId: string, attempt: number | undefined, follow: boolean, signal: AbortSignal): AsyncGenerator<Buffer> {
-  const PAGE = 256;
+  const PAGE = LOG_PAGE_CHUNKS;
   let after = 0;
   let shownAttempt = 0;
   let last = false;
   for (;;) {
+    if (signal.aborted) return;
     const chunks = await ctx.store.readLogs(taskId, after, PAGE, attempt);
     for (const c of chunks) {
       if (attempt === undefined && c.attempt !== shownAttempt) {
@@ -139,6 +208,19 @@ async function* logStream(ctx: AppContext, taskId: string, attempt: number | und
     }
     await ctx.bus.wait(taskId, 1000, signal);
   }
+}
+
+/** Resolves when `res` can take more, or is gone. */
+function drained(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
 }
 
 /** Terminal, and no attempt still running (a cancelled task's process may still be stopping). */

@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { WORKER_CONNECT_PATH } from '../../core/protocol.js';
 import { NotFoundError } from '../../core/errors.js';
-import { requireRole } from '../auth.js';
+import { principalOf } from '../auth.js';
 import type { AppContext } from '../context.js';
 import { ErrorSchema } from '../schemas.js';
 import { WorkerSession } from '../worker-session.js';
@@ -20,10 +20,9 @@ const WorkerSchema = Type.Object({
 });
 
 export function workerRoutes(app: FastifyInstance, ctx: AppContext): void {
-  app.get('/v1/workers', { schema: { tags: ['workers'], summary: 'List workers', response: { 200: Type.Object({ workers: Type.Array(WorkerSchema) }), 401: ErrorSchema, 403: ErrorSchema } } }, async (req) => {
-    requireRole(req, 'admin');
+  app.get('/v1/workers', { config: { auth: ['admin'] }, schema: { tags: ['workers'], summary: 'List workers', response: { 200: Type.Object({ workers: Type.Array(WorkerSchema) }), 401: ErrorSchema, 403: ErrorSchema } } }, async () => {
     // Connected here, or (several servers) connected elsewhere and heard from within the lease.
-    const live = new Map(ctx.scheduler.workers().map((l) => [l.workerId, l.running.size]));
+    const live = new Map(ctx.scheduler.workers().map((l) => [l.workerId, l.runningCount]));
     const draining = new Set(ctx.scheduler.workers().filter((l) => l.draining).map((l) => l.workerId));
     const rows = await ctx.store.listWorkers();
     const now = ctx.clock.now();
@@ -42,6 +41,7 @@ export function workerRoutes(app: FastifyInstance, ctx: AppContext): void {
   app.post<{ Params: { id: string } }>(
     '/v1/workers/:id/drain',
     {
+      config: { auth: ['admin'] },
       schema: {
         tags: ['workers'],
         summary: 'Drain a worker: no new work; running attempts finish within its drain timeout, the rest run elsewhere',
@@ -50,15 +50,24 @@ export function workerRoutes(app: FastifyInstance, ctx: AppContext): void {
       },
     },
     async (req) => {
-      const p = requireRole(req, 'admin');
+      const p = principalOf(req);
       // Through the store, so the server holding the worker's connection (any of them) delivers it.
       if (!(await ctx.store.requestDrain(req.params.id, `drained by ${p.user}`))) throw new NotFoundError('worker', req.params.id);
       return { workerId: req.params.id, draining: true };
     },
   );
 
-  app.get(WORKER_CONNECT_PATH, { websocket: true, schema: { hide: true } }, (socket, req) => {
-    // The role was checked in the auth hook before the upgrade; see app.ts.
-    new WorkerSession(socket, req.ip, ctx.store, ctx.scheduler, ctx.clock, ctx.log);
+  app.get(WORKER_CONNECT_PATH, { websocket: true, config: { auth: ['worker'] }, schema: { hide: true } }, (socket, req) => {
+    // The auth hook admitted only worker tokens to this route before the
+    // upgrade (auth.ts). Checked again here, where a mistake would hand other
+    // users' tasks (and their env) to the caller: defence in depth (and the
+    // session checks it a third time).
+    if (req.principal?.role !== 'worker') {
+      ctx.log.warn({ remote: req.ip, role: req.principal?.role ?? null }, 'worker socket without a worker token; closing it');
+      socket.close(1008, 'only worker tokens may connect as a worker');
+      return;
+    }
+    // The session registers itself in ctx.sessions under its token, so a revoke closes it.
+    new WorkerSession(socket, req.ip, req.principal, ctx);
   });
 }

@@ -134,7 +134,8 @@ export class Db {
    * was applied is unknown, so it is never rerun (UnavailableError). Used only
    * where such an unknown outcome is harmless: a claim that committed but whose
    * result was lost leaves a running attempt no worker has, which its lease
-   * ends as lost and requeues.
+   * ends as lost and requeues; touchToken/touchWorker only write a time; a
+   * leadership lease taken unseen is settled by the holder's next call.
    */
   async single<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
     await this.hub.firstAttemptSettled();

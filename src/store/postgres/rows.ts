@@ -1,86 +1,19 @@
 /**
- * Row <-> model mapping for the PostgreSQL store. The tables have the same
- * columns as SQLite's (see migrations.ts), and the pool parses BIGINT to a JS
- * number and BYTEA to a Buffer, so a PostgreSQL row has exactly the shape of a
- * SQLite one: the mapping functions are shared, and only what differs
- * (positional parameters, the column list) lives here.
+ * What row mapping PostgreSQL needs beyond the neutral src/store/rows.ts:
+ * positional parameters. The pool parses BIGINT to a JS number and BYTEA to a
+ * Buffer (db.ts), so a row read here has the shape of a SQLite row and the
+ * neutral *FromRow functions map it.
  */
 import type { TaskSpec } from '../../core/task.js';
-import type { StoreSignal } from '../store.js';
+import { taskSpecParams } from '../rows.js';
 
-export {
-  attemptFromRow,
-  eventFromRow,
-  logChunkFromRow,
-  taskFromRow,
-  tokenFromRow,
-  workerFromRow,
-  type AttemptRow,
-  type EventRow,
-  type LogChunkRow,
-  type TaskRow,
-  type TokenRow,
-  type WorkerRow,
-} from '../sqlite/rows.js';
-
-/** The tasks columns a spec determines, in the order of `taskSpecValues`. */
-export const TASK_SPEC_COLUMNS = [
-  'name',
-  'kind',
-  'command',
-  'args',
-  'script',
-  'interpreter',
-  'env',
-  'timeout_ms',
-  'max_retries',
-  'retry_base_delay_ms',
-  'retry_factor',
-  'retry_max_delay_ms',
-  'priority',
-  'labels',
-] as const;
-
-export function taskSpecValues(spec: TaskSpec): unknown[] {
-  return [
-    spec.name,
-    spec.kind,
-    spec.command,
-    JSON.stringify(spec.args),
-    spec.script,
-    JSON.stringify(spec.interpreter),
-    JSON.stringify(spec.env),
-    spec.timeoutMs,
-    spec.retry.maxRetries,
-    spec.retry.baseDelayMs,
-    spec.retry.factor,
-    spec.retry.maxDelayMs,
-    spec.priority,
-    JSON.stringify(spec.labels),
-  ];
-}
-
-/** A NOTIFY payload, parsed and checked; null for anything that is not a StoreSignal. */
-export function signalFromPayload(payload: string | undefined): StoreSignal | null {
-  if (!payload) return null;
-  let v: unknown;
-  try {
-    v = JSON.parse(payload);
-  } catch {
-    return null;
-  }
-  if (typeof v !== 'object' || v === null) return null;
-  const o = v as Record<string, unknown>;
-  switch (o.kind) {
-    case 'wake':
-      return { kind: 'wake' };
-    case 'task':
-      return typeof o.taskId === 'string' ? { kind: 'task', taskId: o.taskId } : null;
-    case 'cancel':
-      return typeof o.taskId === 'string' && typeof o.attemptId === 'number' ? { kind: 'cancel', taskId: o.taskId, attemptId: o.attemptId } : null;
-    case 'drain':
-      return typeof o.workerId === 'string' && typeof o.reason === 'string' ? { kind: 'drain', workerId: o.workerId, reason: o.reason } : null;
-    default:
-      return null;
-  }
+/**
+ * The tasks columns a spec determines and their values, in one order: taken
+ * from the neutral taskSpecParams, so a column added there is written here
+ * without a second list to keep. The names come from that object's keys (code,
+ * never input), so they may be spliced into SQL.
+ */
+export function taskSpecColumns(spec: TaskSpec): { columns: string[]; values: unknown[] } {
+  const params = taskSpecParams(spec);
+  return { columns: Object.keys(params), values: Object.values(params) };
 }

@@ -9,7 +9,8 @@
  *
  * Receiving: one dedicated connection (not from the pool, which recycles its
  * clients) runs `LISTEN drover_signals` and hands each parsed payload to the
- * listeners. If that connection fails or ends (PostgreSQL restarted, the
+ * listeners, except the echo of the hints it sent itself (those reached this
+ * process's listeners at commit already). If that connection fails or ends (PostgreSQL restarted, the
  * backend was terminated, the network broke), it is reopened with backoff,
  * 100 ms doubling to 5 s, and LISTEN is issued again; then a synthetic
  * `{ kind: 'wake' }` goes to the listeners, because notifications sent while
@@ -18,9 +19,33 @@
  */
 import pg from 'pg';
 import type { StoreSignal } from '../store.js';
-import { signalFromPayload } from './rows.js';
 
 export const SIGNAL_CHANNEL = 'drover_signals';
+
+/** A NOTIFY payload, parsed and checked; null for anything that is not a StoreSignal. */
+export function signalFromPayload(payload: string | undefined): StoreSignal | null {
+  if (!payload) return null;
+  let v: unknown;
+  try {
+    v = JSON.parse(payload);
+  } catch {
+    return null;
+  }
+  if (typeof v !== 'object' || v === null) return null;
+  const o = v as Record<string, unknown>;
+  switch (o.kind) {
+    case 'wake':
+      return { kind: 'wake' };
+    case 'task':
+      return typeof o.taskId === 'string' ? { kind: 'task', taskId: o.taskId } : null;
+    case 'cancel':
+      return typeof o.taskId === 'string' && typeof o.attemptId === 'number' ? { kind: 'cancel', taskId: o.taskId, attemptId: o.attemptId } : null;
+    case 'drain':
+      return typeof o.workerId === 'string' && typeof o.reason === 'string' ? { kind: 'drain', workerId: o.workerId, reason: o.reason } : null;
+    default:
+      return null;
+  }
+}
 
 const BACKOFF_FIRST_MS = 100;
 const BACKOFF_MAX_MS = 5_000;
@@ -117,6 +142,11 @@ export class SignalHub {
     client.on('end', () => this.lost(client, new Error('the LISTEN connection ended')));
     client.on('notification', (n) => {
       if (n.channel !== SIGNAL_CHANNEL) return;
+      // Our own echo: hints sent through notifyVia (this very connection) were
+      // delivered to this process's listeners at commit (deliverLocally), so the
+      // echo would only hand every listener each of this server's hints twice.
+      // `cancel` and `drain` are sent from pool connections, so they still arrive.
+      if (n.processId === (client as unknown as { processID: number | null }).processID) return;
       const sig = signalFromPayload(n.payload);
       if (sig) this.dispatch(sig);
     });
@@ -173,8 +203,10 @@ export class SignalHub {
 
   /**
    * Hands hints of this process's own committed writes to its listeners at
-   * once, without waiting for PostgreSQL to echo the NOTIFY back (the echo
-   * arrives later as a duplicate, which listeners tolerate: signals are hints).
+   * once, without waiting for PostgreSQL to echo the NOTIFY back. The echo
+   * of hints sent on the LISTEN connection is dropped on arrival; one sent on
+   * a pool connection while LISTEN was down may still come back as a
+   * duplicate, which listeners tolerate (signals are hints).
    */
   deliverLocally(signals: StoreSignal[]): void {
     for (const sig of signals) this.dispatch(sig);

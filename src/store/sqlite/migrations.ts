@@ -9,6 +9,8 @@
  * Times are epoch milliseconds (INTEGER). JSON columns hold TEXT written by
  * JSON.stringify. Task ids are ULIDs, so `ORDER BY id` is creation order.
  */
+import type { SqliteDb } from './db.js';
+
 export interface Migration {
   version: number;
   name: string;
@@ -138,7 +140,53 @@ CREATE TABLE leaders (
 );
 `,
   },
+  {
+    version: 3,
+    name: 'fencing tokens, stop orders, placement, idempotent submit, worker token binding',
+    sql: `
+-- The fencing token is now random per attempt (core/ids.ts newFencingToken), no
+-- longer the attempt id. Attempts from before get '' and can never be matched by
+-- a worker's report (presented tokens must be 32 hex digits).
+ALTER TABLE attempts ADD COLUMN fencing_token TEXT NOT NULL DEFAULT '';
+-- A stored stop order (cancel, superseding retry): repeated to the worker until the attempt ends.
+ALTER TABLE attempts ADD COLUMN stop_reason TEXT;
+
+-- Placement: K=V pairs a worker's labels must hold (JSON object text, like labels).
+ALTER TABLE tasks ADD COLUMN requires TEXT NOT NULL DEFAULT '{}';
+ALTER TABLE tasks ADD COLUMN idempotency_key TEXT;
+ALTER TABLE tasks ADD COLUMN request_hash TEXT;
+-- One task per (owner, Idempotency-Key); tasks without a key are not in it.
+CREATE UNIQUE INDEX tasks_owner_idempotency_key ON tasks (owner, idempotency_key) WHERE idempotency_key IS NOT NULL;
+
+-- The token that registered the worker id (null for workers registered before).
+ALTER TABLE workers ADD COLUMN token_id TEXT;
+`,
+  },
 ];
 
 /** The schema version this code writes. */
 export const LATEST_SCHEMA_VERSION: number = MIGRATIONS.reduce((v, m) => Math.max(v, m.version), 0);
+
+/**
+ * Applies the migrations newer than the database's version, in order, in one
+ * transaction; refuses a database written by a newer Drover.
+ */
+export async function migrate(d: SqliteDb): Promise<void> {
+  await d.write(() => {
+    const db = d.db;
+    db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)');
+    const current = (db.prepare('SELECT coalesce(max(version), 0) AS v FROM schema_migrations').get() as { v: number }).v;
+    if (current > LATEST_SCHEMA_VERSION) {
+      throw new Error(
+        `database ${db.name} has schema version ${current}, newer than the ${LATEST_SCHEMA_VERSION} this Drover knows; ` +
+          'it was written by a newer Drover, upgrade Drover to open it',
+      );
+    }
+    const record = db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)');
+    for (const m of [...MIGRATIONS].sort((a, b) => a.version - b.version)) {
+      if (m.version <= current) continue;
+      db.exec(m.sql);
+      record.run(m.version, m.name, Date.now());
+    }
+  });
+}

@@ -1,10 +1,14 @@
 /**
- * Row <-> model mapping for the SQLite store. Column names are snake_case,
+ * Row <-> model mapping shared by both stores. The two schemas have the same
+ * tables and columns (test/store/schema-parity.test.ts checks it), and the
+ * PostgreSQL pool parses BIGINT to a JS number and BYTEA to a Buffer, so a
+ * row has one shape whichever backend read it. Column names are snake_case,
  * model fields camelCase; JSON columns are parsed here and nowhere else.
  */
-import type { Attempt, AttemptState, LogChunk, Task, TaskEvent, TaskResult, TaskSpec } from '../../core/task.js';
-import type { TaskState, TransitionReason } from '../../core/task-state.js';
-import type { Role, TokenRecord, WorkerRecord } from '../store.js';
+import type { Attempt, AttemptState, LogChunk, Task, TaskEvent, TaskResult, TaskSpec } from '../core/task.js';
+import type { TaskState, TransitionReason } from '../core/task-state.js';
+import type { Role, TokenRecord } from './tokens.js';
+import type { WorkerRecord } from './workers.js';
 
 export interface TaskRow {
   id: string;
@@ -24,6 +28,9 @@ export interface TaskRow {
   retry_max_delay_ms: number;
   priority: number;
   labels: string;
+  requires: string;
+  idempotency_key: string | null;
+  request_hash: string | null;
   attempts: number;
   retries_used: number;
   lost_count: number;
@@ -39,6 +46,8 @@ export interface AttemptRow {
   task_id: string;
   number: number;
   worker_id: string;
+  fencing_token: string;
+  stop_reason: string | null;
   state: string;
   started_at: number;
   ended_at: number | null;
@@ -89,6 +98,7 @@ export interface WorkerRow {
   connected_at: number;
   last_seen_at: number;
   state: string;
+  token_id: string | null;
 }
 
 /** Named parameters for INSERT INTO tasks; the columns a spec determines. */
@@ -108,6 +118,7 @@ export function taskSpecParams(spec: TaskSpec) {
     retry_max_delay_ms: spec.retry.maxDelayMs,
     priority: spec.priority,
     labels: JSON.stringify(spec.labels),
+    requires: JSON.stringify(spec.requires),
   };
 }
 
@@ -132,6 +143,7 @@ export function taskFromRow(r: TaskRow): Task {
     },
     priority: r.priority,
     labels: JSON.parse(r.labels) as Record<string, string>,
+    requires: JSON.parse(r.requires) as Record<string, string>,
     attempts: r.attempts,
     retriesUsed: r.retries_used,
     lostCount: r.lost_count,
@@ -149,6 +161,8 @@ export function attemptFromRow(r: AttemptRow): Attempt {
     taskId: r.task_id,
     number: r.number,
     workerId: r.worker_id,
+    fencingToken: r.fencing_token,
+    stopReason: r.stop_reason,
     state: r.state as AttemptState,
     startedAt: r.started_at,
     endedAt: r.ended_at,

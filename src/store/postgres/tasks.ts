@@ -1,0 +1,257 @@
+/**
+ * TaskStore on PostgreSQL (store/tasks.ts is the contract). Cancel and retry
+ * persist the plans of core/cancel-plan.ts; every change to a task happens
+ * with its row locked (FOR NO KEY UPDATE, see postgres-store.ts), so what the
+ * plan was made from stays true until COMMIT.
+ */
+import { planCancel, planRetry, type PlannedEvent, type StopIntent } from '../../core/cancel-plan.js';
+import { ConflictError, NotFoundError } from '../../core/errors.js';
+import type { Attempt, Task, TaskEvent, TaskSpec } from '../../core/task.js';
+import { assertTransition } from '../../core/task-state.js';
+import { attemptFromRow, eventFromRow, taskFromRow, type AttemptRow, type EventRow, type TaskRow } from '../rows.js';
+import type { CancelResult, CreateResult, Idempotency, TaskFilter, TaskPage, TaskStore } from '../tasks.js';
+import type { Db, Tx } from './db.js';
+import { isUniqueViolation } from './pg-errors.js';
+import { taskSpecColumns } from './rows.js';
+import { checkLimit, SCHEDULER_ACTOR } from './sql.js';
+
+export function postgresTasks(db: Db): TaskStore {
+  return {
+    /**
+     * One statement writes the task and its two events (submitted, released).
+     * With an idempotency key, ON CONFLICT on the unique (owner, key) index
+     * makes it race-safe: of two submits with one key, the second waits for
+     * the first to commit and then inserts nothing (no task, no events), and
+     * the existing row is read in a new statement, whose snapshot sees it.
+     */
+    async createTask(id: string, owner: string, spec: TaskSpec, actor: string, now: number, idem?: Idempotency): Promise<CreateResult> {
+      return db.write(async (tx) => {
+        assertTransition('ready', 'waiting', 'released');
+        const { columns, values } = taskSpecColumns(spec);
+        const placeholders = values.map((_, i) => `$${i + 7}`).join(', ');
+        let row: TaskRow | undefined;
+        try {
+          row = (
+            await tx.query<TaskRow>(
+              `WITH t AS (
+                 INSERT INTO tasks (id, owner, created_at, updated_at, state, idempotency_key, request_hash, ${columns.join(', ')})
+                 VALUES ($1, $2, $3, $3, 'waiting', $5, $6, ${placeholders})
+                 ON CONFLICT (owner, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+                 RETURNING *
+               ), e AS (
+                 INSERT INTO task_events (task_id, from_state, to_state, reason, actor, at, detail)
+                 SELECT t.id, v.f, v.s, v.r, $4::text, $3::bigint, NULL
+                 FROM t, (VALUES (1, NULL::text, 'ready', 'submitted'), (2, 'ready', 'waiting', 'released')) AS v(o, f, s, r)
+                 ORDER BY v.o
+               )
+               SELECT * FROM t`,
+              [id, owner, now, actor, idem?.key ?? null, idem?.requestHash ?? null, ...values],
+            )
+          ).rows[0];
+        } catch (e) {
+          if (isUniqueViolation(e)) throw new ConflictError(`task ${id} already exists`);
+          throw e;
+        }
+        if (row) {
+          tx.signal({ kind: 'wake' }, { kind: 'task', taskId: id });
+          return { task: taskFromRow(row), created: true };
+        }
+        // Only the idempotency index can have stopped the insert (a taken id throws above).
+        const first = (await tx.query<TaskRow>('SELECT * FROM tasks WHERE owner = $1 AND idempotency_key = $2', [owner, idem!.key])).rows[0];
+        if (!first) throw new Error(`createTask: idempotency key ${JSON.stringify(idem!.key)} conflicted but no task holds it`);
+        if (first.request_hash !== idem!.requestHash) {
+          throw new ConflictError(
+            `Idempotency-Key ${JSON.stringify(idem!.key)} was already used for a different request (task ${first.id}); use a new key for a new task`,
+          );
+        }
+        return { task: taskFromRow(first), created: false };
+      });
+    },
+
+    async getTask(id: string): Promise<Task | null> {
+      return db.read(async (q) => {
+        const row = (await q.query<TaskRow>('SELECT * FROM tasks WHERE id = $1', [id])).rows[0];
+        return row ? taskFromRow(row) : null;
+      });
+    },
+
+    /**
+     * Newest first (id DESC; ids are ULIDs, compared byte-wise in the "C"
+     * collation). Keyset pagination: a page is the first `limit` rows with
+     * id < cursor; one more row is fetched to know whether another page exists.
+     */
+    async listTasks(filter: TaskFilter): Promise<TaskPage> {
+      const limit = checkLimit('limit', filter.limit);
+      const where: string[] = [];
+      const params: unknown[] = [];
+      const add = (sql: (p: string) => string, value: unknown) => {
+        params.push(value);
+        where.push(sql(`$${params.length}`));
+      };
+      if (filter.state !== undefined) add((p) => `state = ${p}`, filter.state);
+      if (filter.owner !== undefined) add((p) => `owner = ${p}`, filter.owner);
+      if (filter.namePrefix !== undefined && filter.namePrefix !== '') {
+        // LIKE is case-sensitive; its wildcards (and the escape character) in the prefix are taken literally.
+        add((p) => `name LIKE ${p} ESCAPE '\\'`, `${filter.namePrefix.replace(/[\\%_]/g, '\\$&')}%`);
+      }
+      if (filter.createdAfter !== undefined) add((p) => `created_at >= ${p}`, filter.createdAfter);
+      if (filter.createdBefore !== undefined) add((p) => `created_at < ${p}`, filter.createdBefore);
+      if (filter.cursor !== undefined) add((p) => `id < ${p}`, filter.cursor);
+      params.push(limit + 1);
+      const sql = `SELECT * FROM tasks${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT $${params.length}`;
+      return db.read(async (q) => {
+        const rows = (await q.query<TaskRow>(sql, params)).rows;
+        const more = rows.length > limit;
+        const tasks = rows.slice(0, limit).map(taskFromRow);
+        return { tasks, nextCursor: more ? tasks[tasks.length - 1]!.id : null };
+      });
+    },
+
+    async listAttempts(taskId: string): Promise<Attempt[]> {
+      return db.read(async (q) => (await q.query<AttemptRow>('SELECT * FROM attempts WHERE task_id = $1 ORDER BY number', [taskId])).rows.map(attemptFromRow));
+    },
+
+    async getAttempt(attemptId: number): Promise<Attempt | null> {
+      if (!Number.isSafeInteger(attemptId)) return null;
+      return db.read(async (q) => {
+        const row = (await q.query<AttemptRow>('SELECT * FROM attempts WHERE id = $1', [attemptId])).rows[0];
+        return row ? attemptFromRow(row) : null;
+      });
+    },
+
+    async listEvents(taskId: string): Promise<TaskEvent[]> {
+      return db.read(async (q) => (await q.query<EventRow>('SELECT * FROM task_events WHERE task_id = $1 ORDER BY id', [taskId])).rows.map(eventFromRow));
+    },
+
+    /**
+     * The task becomes cancelled at once; its running attempt (if any) gets
+     * the stop reason and stays running until the worker reports the end
+     * (endAttempt then records the result without a second transition) or its
+     * lease expires. `cancel` is NOTIFYed inside the transaction (db.ts), so it
+     * goes out if and only if the cancel commits; if it is lost anyway, the
+     * stored stop reason reaches the worker with its next heartbeat answer.
+     */
+    async cancelTask(id: string, actor: string, now: number): Promise<CancelResult> {
+      return db.write(async (tx) => {
+        const { task, running } = await lockTask(tx, id);
+        const plan = planCancel(taskFromRow(task), running);
+        const r = await persistPlan(tx, id, `state = '${plan.event.to}', run_after = NULL`, plan.event, plan.stop, actor, now);
+        tx.signal({ kind: 'task', taskId: id });
+        if (plan.stop) tx.signal({ kind: 'cancel', taskId: id, attemptId: plan.stop.attemptId });
+        return { task: taskFromRow(r.task), runningAttempt: r.stopped ? attemptFromRow(r.stopped) : null };
+      });
+    },
+
+    /**
+     * failed|cancelled → waiting with a fresh budget. An old attempt that
+     * still runs is not ended: it keeps (or gets) its stop reason, and
+     * claimNext skips the task until that attempt has ended.
+     */
+    async retryTask(id: string, actor: string, now: number): Promise<Task> {
+      return db.write(async (tx) => {
+        const { task, running } = await lockTask(tx, id);
+        const plan = planRetry(taskFromRow(task), running ? { id: running.id, stopReason: running.stop_reason } : null);
+        const r = await persistPlan(
+          tx,
+          id,
+          `state = '${plan.event.to}', retries_used = 0, lost_count = 0, result = NULL, run_after = NULL`,
+          plan.event,
+          plan.stop,
+          actor,
+          now,
+        );
+        tx.signal({ kind: 'wake' }, { kind: 'task', taskId: id });
+        // A stop order the attempt did not have before (e.g. a failed task whose attempt still runs).
+        if (plan.stop && running?.stop_reason === null) tx.signal({ kind: 'cancel', taskId: id, attemptId: plan.stop.attemptId });
+        return taskFromRow(r.task);
+      });
+    },
+
+    /**
+     * Locks at most `limit` due tasks (skipping those another transaction
+     * holds: another server is promoting or cancelling them) and moves them in
+     * one statement; the events follow in due order.
+     */
+    async promoteDue(now: number, limit: number): Promise<string[]> {
+      checkLimit('limit', limit);
+      return db.write(async (tx) => {
+        assertTransition('retrying', 'waiting', 'backoff_elapsed');
+        const promoted = (
+          await tx.query<{ id: string; run_after: number }>(
+            `WITH due AS (
+               SELECT id, run_after FROM tasks
+               WHERE state = 'retrying' AND run_after <= $1
+               ORDER BY run_after, id
+               LIMIT $2
+               FOR NO KEY UPDATE SKIP LOCKED
+             )
+             UPDATE tasks t SET state = 'waiting', run_after = NULL, updated_at = $1
+             FROM due WHERE t.id = due.id AND t.state = 'retrying'
+             RETURNING t.id, due.run_after`,
+            [now, limit],
+          )
+        ).rows.sort((a, b) => a.run_after - b.run_after || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+        if (promoted.length === 0) return [];
+        await tx.query(
+          `INSERT INTO task_events (task_id, from_state, to_state, reason, actor, at, detail)
+           SELECT u.id, 'retrying', 'waiting', 'backoff_elapsed', $1, $2, u.detail
+           FROM unnest($3::text[], $4::text[]) WITH ORDINALITY AS u(id, detail, n) ORDER BY u.n`,
+          [SCHEDULER_ACTOR, now, promoted.map((p) => p.id), promoted.map((p) => JSON.stringify({ runAfter: p.run_after }))],
+        );
+        for (const p of promoted) tx.signal({ kind: 'wake' }, { kind: 'task', taskId: p.id });
+        return promoted.map((p) => p.id);
+      });
+    },
+
+    async nextDueAt(): Promise<number | null> {
+      return db.read(async (q) => (await q.query<{ t: number | null }>("SELECT min(run_after) AS t FROM tasks WHERE state = 'retrying'")).rows[0]!.t);
+    },
+  };
+}
+
+/**
+ * Locks the task row and reads it with its current attempt if that is still
+ * running. The attempt is read without a lock of its own: an attempt's state
+ * changes only under its task's lock (endAttempt locks both), which we hold.
+ */
+async function lockTask(tx: Tx, id: string): Promise<{ task: TaskRow; running: AttemptRow | null }> {
+  const row = (
+    await tx.query<{ task: TaskRow; running: AttemptRow | null }>(
+      `SELECT to_json(t) AS task, to_json(a) AS running
+       FROM tasks t LEFT JOIN attempts a ON a.id = t.current_attempt_id AND a.state = 'running'
+       WHERE t.id = $1 FOR NO KEY UPDATE OF t`,
+      [id],
+    )
+  ).rows[0];
+  if (!row) throw new NotFoundError('task', id);
+  return row;
+}
+
+/**
+ * One statement applies a cancel or retry plan: the task's new columns (`set`,
+ * SQL built from the plan, never from input), the attempt's stop reason, and
+ * the event.
+ */
+async function persistPlan(
+  tx: Tx,
+  taskId: string,
+  set: string,
+  event: PlannedEvent,
+  stop: StopIntent | null,
+  actor: string,
+  now: number,
+): Promise<{ task: TaskRow; stopped: AttemptRow | null }> {
+  const r = await tx.query<{ task: TaskRow; stopped: AttemptRow | null }>(
+    `WITH t AS (
+       UPDATE tasks SET ${set}, updated_at = $2 WHERE id = $1 RETURNING *
+     ), a AS (
+       UPDATE attempts SET stop_reason = $4::text WHERE id = $3::bigint AND state = 'running' RETURNING *
+     ), e AS (
+       INSERT INTO task_events (task_id, from_state, to_state, reason, actor, at, detail)
+       VALUES ($1, $5, $6, $7, $8, $2, $9)
+     )
+     SELECT to_json(t) AS task, (SELECT to_json(a) FROM a) AS stopped FROM t`,
+    [taskId, now, stop?.attemptId ?? null, stop?.reason ?? null, event.from, event.to, event.reason, actor, event.detail === null ? null : JSON.stringify(event.detail)],
+  );
+  return r.rows[0]!;
+}

@@ -1,0 +1,205 @@
+/**
+ * Attempts on SQLite (store/attempts.ts): claims, fenced reports, ends and
+ * leases. Leases use the caller's clock (`now`; capabilities.leaseClock
+ * 'caller'): one server per file, so one clock. Every write below is one
+ * IMMEDIATE transaction (db.ts): a guard read at its start still holds when
+ * it writes, which is what makes the claim, the fenced end and the
+ * expiry-guarded end race-free.
+ */
+import { planAttemptEnd, type AttemptEndInput } from '../../core/attempt-end.js';
+import { checkFence, type FenceReason } from '../../core/fence.js';
+import { FENCING_TOKEN_PATTERN, newFencingToken } from '../../core/ids.js';
+import type { StopOrder } from '../../core/protocol.js';
+import type { Attempt } from '../../core/task.js';
+import { assertTransition, type TaskState } from '../../core/task-state.js';
+import type { AttemptEndResult, AttemptStore, Claim, ClaimingWorker, EndGuard, RenewResult, ReportCheck } from '../attempts.js';
+import { attemptFromRow, taskFromRow, type AttemptRow, type TaskRow } from '../rows.js';
+import type { SqliteDb } from './db.js';
+import { attemptRow, checkLimit, insertEvent, SCHEDULER_ACTOR, taskRow } from './records.js';
+
+const TOKEN_RE = new RegExp(FENCING_TOKEN_PATTERN);
+/** Never equal to a stored token ('' for pre-v3 attempts, else 32 hex): what a malformed presented token is compared as. */
+const NEVER_A_TOKEN = '-';
+
+/**
+ * The claim: choosing the task and marking it running is one UPDATE whose
+ * subquery walks the queue index (tasks_queue: state, priority DESC, id) and
+ * takes the first waiting task that the worker's labels satisfy
+ * (core/placement.ts: every K=V of `requires` is among the labels with the
+ * same value; '{}' short-cuts the check). (A task retried while its old
+ * attempt still runs is `ready`, not waiting, until that attempt ends:
+ * core/cancel-plan.ts.)
+ * json_each compares keys and values as data, so no character in them is
+ * special. The IMMEDIATE transaction holds SQLite's one write lock from the
+ * first statement, so two callers (in this process or another) never claim
+ * the same task; the second simply gets the next one.
+ */
+export const CLAIM_SQL = `UPDATE tasks SET state = 'running', updated_at = @now
+WHERE id = (
+  SELECT t.id FROM tasks t
+  WHERE t.state = 'waiting'
+    AND (t.requires = '{}' OR NOT EXISTS (
+      SELECT 1 FROM json_each(t.requires) r
+      WHERE NOT EXISTS (SELECT 1 FROM json_each(@labels) l WHERE l.key = r.key AND l.value = r.value)))
+  ORDER BY t.priority DESC, t.id ASC
+  LIMIT 1)
+RETURNING *`;
+
+type Fenced = { ok: true; attempt: AttemptRow; task: TaskRow } | { ok: false; reason: FenceReason };
+
+/**
+ * core/fence.ts applied to the stored rows. `workerId` undefined: the
+ * server's own end (lease sweeper, a session closed before assign), which
+ * presents the attempt's own token and speaks for its worker. A worker's
+ * token must look like one (32 hex), so the '' of attempts from before
+ * schema v3 can never be matched by a report.
+ */
+export function fence(d: SqliteDb, attemptId: number, token: string, workerId: string | undefined): Fenced {
+  const a = attemptRow(d, attemptId);
+  const t = a ? taskRow(d, a.task_id) : undefined;
+  const byWorker = workerId !== undefined;
+  const presented = { fencingToken: byWorker && !TOKEN_RE.test(token) ? NEVER_A_TOKEN : token, workerId: workerId ?? a?.worker_id ?? '' };
+  const c = checkFence(a && { id: a.id, workerId: a.worker_id, fencingToken: a.fencing_token, state: a.state as Attempt['state'] }, t?.current_attempt_id, presented);
+  return c.ok ? { ok: true, attempt: a!, task: t! } : c;
+}
+
+/** Why an attempt listed in a heartbeat must stop, or null if it may run on (see RenewResult). */
+function stopOrder(d: SqliteDb, workerId: string, id: number): StopOrder | null {
+  const a = attemptRow(d, id);
+  // The fence with the attempt's own token: which of unknown / not this worker's / ended / not current.
+  const f = fence(d, id, a?.fencing_token ?? NEVER_A_TOKEN, workerId);
+  if (!f.ok) return { attemptId: id, reason: f.reason, report: false };
+  if (f.attempt.stop_reason !== null) return { attemptId: id, reason: f.attempt.stop_reason, report: true };
+  return null;
+}
+
+export function sqliteAttempts(d: SqliteDb): AttemptStore {
+  return {
+    async claimNext(worker: ClaimingWorker, now: number, leaseMs: number): Promise<Claim | null> {
+      return d.write(() => {
+        assertTransition('waiting', 'running', 'claimed');
+        const claimed = d.q(CLAIM_SQL).get({ now, labels: JSON.stringify(worker.labels) }) as TaskRow | undefined;
+        if (!claimed) return null;
+        const number = claimed.attempts + 1;
+        const attempt = d
+          .q(
+            `INSERT INTO attempts (task_id, number, worker_id, fencing_token, state, started_at, lease_expires_at)
+             VALUES (?, ?, ?, ?, 'running', ?, ?) RETURNING *`,
+          )
+          .get(claimed.id, number, worker.id, newFencingToken(), now, now + leaseMs) as AttemptRow;
+        const task = d.q('UPDATE tasks SET attempts = ?, current_attempt_id = ? WHERE id = ? RETURNING *').get(number, attempt.id, claimed.id) as TaskRow;
+        insertEvent(d, task.id, 'waiting', 'running', 'claimed', SCHEDULER_ACTOR, now, { attemptId: attempt.id, attempt: number, workerId: worker.id });
+        d.signal({ kind: 'task', taskId: task.id });
+        return { task: taskFromRow(task), attempt: attemptFromRow(attempt) };
+      });
+    },
+
+    async checkReport(attemptId: number, fencingToken: string, workerId: string): Promise<ReportCheck> {
+      return d.read(() => {
+        const f = fence(d, attemptId, fencingToken, workerId);
+        return f.ok ? { ok: true, attempt: attemptFromRow(f.attempt), task: taskFromRow(f.task) } : f;
+      });
+    },
+
+    /**
+     * Fenced, then planned (core/attempt-end.ts) before any write, so a
+     * rejected end changes nothing. With guard.leaseExpired the expiry is
+     * tested here, inside the transaction: a heartbeat that renewed the lease
+     * after the sweeper read it wins, and the end is refused.
+     */
+    async endAttempt(
+      attemptId: number,
+      fencingToken: string,
+      end: Omit<AttemptEndInput, 'attempt'>,
+      actor: string,
+      now: number,
+      guard: EndGuard = {},
+    ): Promise<AttemptEndResult | null> {
+      return d.write(() => {
+        const f = fence(d, attemptId, fencingToken, guard.workerId);
+        if (!f.ok) return null;
+        if (guard.leaseExpired && !(f.attempt.lease_expires_at < now)) return null;
+        const plan = planAttemptEnd(taskFromRow(f.task), { ...end, attempt: f.attempt.number }, now);
+        const attempt = d
+          .q(
+            `UPDATE attempts SET state = @state, ended_at = @now, exit_code = @exitCode, signal = @signal, error = @error, duration_ms = @durationMs
+             WHERE id = @id AND state = 'running' RETURNING *`,
+          )
+          .get({ id: attemptId, state: end.outcome, now, exitCode: end.exitCode, signal: end.signal, error: end.error, durationMs: end.durationMs }) as AttemptRow;
+        let task = f.task;
+        // A plan with no event and no result (the task was retried while this attempt ran) leaves the task as it is.
+        if (plan.event !== null || plan.result !== null) {
+          // coalesce: a null plan.result keeps the stored one, so a result is recorded exactly once.
+          task = d
+            .q(
+              `UPDATE tasks SET state = @state, retries_used = @retriesUsed, lost_count = @lostCount, run_after = @runAfter,
+                 result = coalesce(@result, result), updated_at = @now
+               WHERE id = @id RETURNING *`,
+            )
+            .get({
+              id: f.task.id,
+              state: plan.state,
+              retriesUsed: plan.retriesUsed,
+              lostCount: plan.lostCount,
+              runAfter: plan.runAfter,
+              result: plan.result === null ? null : JSON.stringify(plan.result),
+              now,
+            }) as TaskRow;
+        }
+        if (plan.event) insertEvent(d, f.task.id, plan.event.from, plan.event.to, plan.event.reason, actor, now, { attemptId, ...plan.event.detail });
+        d.signal({ kind: 'task', taskId: f.task.id });
+        if (plan.state === 'waiting') d.signal({ kind: 'wake' });
+        return { task: taskFromRow(task), attempt: attemptFromRow(attempt) };
+      });
+    },
+
+    /**
+     * An event (from = to = the task's state) that says a report was refused.
+     * An attempt id that never existed has no task to record it on: nothing is written.
+     */
+    async recordFencedReport(attemptId: number, kind: string, actor: string, now: number): Promise<void> {
+      await d.write(() => {
+        const row = d.q('SELECT t.id, t.state FROM attempts a JOIN tasks t ON t.id = a.task_id WHERE a.id = ?').get(attemptId) as
+          | { id: string; state: TaskState }
+          | undefined;
+        if (!row) return;
+        insertEvent(d, row.id, row.state, row.state, 'fenced_report', actor, now, { attemptId, kind });
+      });
+    },
+
+    /**
+     * One UPDATE renews the worker's running attempts among the ids (a
+     * cancelled one too: it keeps its lease until it reports); the stop
+     * orders are read in the same transaction, each listed id once.
+     */
+    async renewLeases(workerId: string, attemptIds: number[], now: number, leaseMs: number): Promise<RenewResult> {
+      if (attemptIds.length === 0) return { renewed: [], stop: [] };
+      const ids = [...new Set(attemptIds)];
+      return d.write(() => {
+        const extended = new Set(
+          (
+            d
+            .q(
+              `UPDATE attempts SET lease_expires_at = ?
+               WHERE worker_id = ? AND state = 'running' AND id IN (SELECT value FROM json_each(?))
+               RETURNING id`,
+            )
+              .all(now + leaseMs, workerId, JSON.stringify(ids)) as Array<{ id: number }>
+          ).map((r) => r.id),
+        );
+        const renewed = ids.filter((id) => extended.has(id));
+        const stop = ids.map((id) => stopOrder(d, workerId, id)).filter((s): s is StopOrder => s !== null);
+        return { renewed, stop };
+      });
+    },
+
+    async expiredAttempts(now: number, limit: number): Promise<Attempt[]> {
+      checkLimit(limit);
+      return d.read(() =>
+        (d.q("SELECT * FROM attempts WHERE state = 'running' AND lease_expires_at < ? ORDER BY lease_expires_at, id LIMIT ?").all(now, limit) as AttemptRow[]).map(
+          attemptFromRow,
+        ),
+      );
+    },
+  };
+}

@@ -1,0 +1,201 @@
+/**
+ * Tasks on SQLite (store/tasks.ts): submit, read, list, cancel, retry,
+ * backoff promotion. Cancel and retry persist the plans of
+ * core/cancel-plan.ts; every write is one IMMEDIATE transaction (db.ts), so
+ * the rows a plan was made from cannot change before it is stored.
+ */
+import { planCancel, planRetry } from '../../core/cancel-plan.js';
+import { ConflictError, InvalidInputError, NotFoundError } from '../../core/errors.js';
+import type { Attempt, Task, TaskEvent, TaskSpec } from '../../core/task.js';
+import { assertTransition } from '../../core/task-state.js';
+import { attemptFromRow, eventFromRow, taskFromRow, taskSpecParams, type AttemptRow, type EventRow, type TaskRow } from '../rows.js';
+import type { CancelResult, CreateResult, Idempotency, TaskFilter, TaskPage, TaskStore } from '../tasks.js';
+import type { SqliteDb } from './db.js';
+import { attemptRow, checkLimit, insertEvent, runningAttemptOf, SCHEDULER_ACTOR, taskRow } from './records.js';
+import { isUniqueViolation } from './sqlite-errors.js';
+
+function idempotencyConflict(key: string, taskId: string): ConflictError {
+  return new ConflictError(
+    `Idempotency-Key "${key}" was already used for a different request (task ${taskId}); repeat that request unchanged to get its task, or use a new key`,
+  );
+}
+
+/** Stores the plan's stop order on the attempt (it stays running); the updated row. */
+function storeStop(d: SqliteDb, stop: { attemptId: number; reason: string }): AttemptRow | undefined {
+  return d.q("UPDATE attempts SET stop_reason = ? WHERE id = ? AND state = 'running' RETURNING *").get(stop.reason, stop.attemptId) as AttemptRow | undefined;
+}
+
+export function sqliteTasks(d: SqliteDb): TaskStore {
+  return {
+    /**
+     * With `idem`, the lookup of (owner, key) and the insert are one
+     * IMMEDIATE transaction, so two submits with one key cannot both insert;
+     * the unique index tasks_owner_idempotency_key backs it up.
+     */
+    async createTask(id: string, owner: string, spec: TaskSpec, actor: string, now: number, idem?: Idempotency): Promise<CreateResult> {
+      if (idem && (typeof idem.key !== 'string' || idem.key === '')) throw new InvalidInputError('Idempotency-Key', 'must be a non-empty string');
+      return d.write(() => {
+        if (idem) {
+          const first = d.q('SELECT * FROM tasks WHERE owner = ? AND idempotency_key = ?').get(owner, idem.key) as TaskRow | undefined;
+          if (first) {
+            if (first.request_hash !== idem.requestHash) throw idempotencyConflict(idem.key, first.id);
+            return { task: taskFromRow(first), created: false };
+          }
+        }
+        assertTransition('ready', 'waiting', 'released');
+        let row: TaskRow;
+        try {
+          // Stored directly as waiting: both transitions happen in this transaction, so `ready` is never visible.
+          row = d
+            .q(
+              `INSERT INTO tasks (id, owner, state, name, kind, command, args, script, interpreter, env, timeout_ms,
+                 max_retries, retry_base_delay_ms, retry_factor, retry_max_delay_ms, priority, labels, requires,
+                 idempotency_key, request_hash, created_at, updated_at)
+               VALUES (@id, @owner, 'waiting', @name, @kind, @command, @args, @script, @interpreter, @env, @timeout_ms,
+                 @max_retries, @retry_base_delay_ms, @retry_factor, @retry_max_delay_ms, @priority, @labels, @requires,
+                 @idempotency_key, @request_hash, @now, @now)
+               RETURNING *`,
+            )
+            .get({ id, owner, now, ...taskSpecParams(spec), idempotency_key: idem?.key ?? null, request_hash: idem?.requestHash ?? null }) as TaskRow;
+        } catch (e) {
+          if (isUniqueViolation(e)) throw new ConflictError(`task ${id} already exists`);
+          throw e;
+        }
+        insertEvent(d, id, null, 'ready', 'submitted', actor, now, null);
+        insertEvent(d, id, 'ready', 'waiting', 'released', actor, now, null);
+        d.signal({ kind: 'wake' }, { kind: 'task', taskId: id });
+        return { task: taskFromRow(row), created: true };
+      });
+    },
+
+    async getTask(id: string): Promise<Task | null> {
+      return d.read(() => {
+        const row = taskRow(d, id);
+        return row ? taskFromRow(row) : null;
+      });
+    },
+
+    /**
+     * Newest first (id DESC; ids are ULIDs). Keyset pagination: a page is the
+     * first `limit` rows with id < cursor; one more row is fetched to know
+     * whether another page exists.
+     */
+    async listTasks(filter: TaskFilter): Promise<TaskPage> {
+      const { limit } = filter;
+      checkLimit(limit);
+      return d.read(() => {
+        const where: string[] = [];
+        const params: Record<string, unknown> = { take: limit + 1 };
+        if (filter.state !== undefined) {
+          where.push('state = @state');
+          params.state = filter.state;
+        }
+        if (filter.owner !== undefined) {
+          where.push('owner = @owner');
+          params.owner = filter.owner;
+        }
+        if (filter.namePrefix !== undefined && filter.namePrefix !== '') {
+          // GLOB is case-sensitive like a prefix should be, and can use the name index; its wildcards are escaped.
+          where.push('name GLOB @nameGlob');
+          params.nameGlob = `${filter.namePrefix.replace(/[*?[]/g, '[$&]')}*`;
+        }
+        if (filter.createdAfter !== undefined) {
+          where.push('created_at >= @createdAfter');
+          params.createdAfter = filter.createdAfter;
+        }
+        if (filter.createdBefore !== undefined) {
+          where.push('created_at < @createdBefore');
+          params.createdBefore = filter.createdBefore;
+        }
+        if (filter.cursor !== undefined) {
+          where.push('id < @cursor');
+          params.cursor = filter.cursor;
+        }
+        const sql = `SELECT * FROM tasks${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT @take`;
+        const rows = d.q(sql).all(params) as TaskRow[];
+        const more = rows.length > limit;
+        const tasks = rows.slice(0, limit).map(taskFromRow);
+        return { tasks, nextCursor: more ? tasks[tasks.length - 1]!.id : null };
+      });
+    },
+
+    async listAttempts(taskId: string): Promise<Attempt[]> {
+      return d.read(() => (d.q('SELECT * FROM attempts WHERE task_id = ? ORDER BY number').all(taskId) as AttemptRow[]).map(attemptFromRow));
+    },
+
+    async getAttempt(attemptId: number): Promise<Attempt | null> {
+      return d.read(() => {
+        const row = attemptRow(d, attemptId);
+        return row ? attemptFromRow(row) : null;
+      });
+    },
+
+    async listEvents(taskId: string): Promise<TaskEvent[]> {
+      return d.read(() => (d.q('SELECT * FROM task_events WHERE task_id = ? ORDER BY id').all(taskId) as EventRow[]).map(eventFromRow));
+    },
+
+    /**
+     * The task becomes cancelled at once; its running attempt (if any) gets
+     * the stop order and stays running until its worker reports the end or
+     * its lease expires (attempts.ts).
+     */
+    async cancelTask(id: string, actor: string, now: number): Promise<CancelResult> {
+      return d.write(() => {
+        const row = taskRow(d, id);
+        if (!row) throw new NotFoundError('task', id);
+        const running = runningAttemptOf(d, row);
+        const plan = planCancel(taskFromRow(row), running ?? null);
+        const task = d.q('UPDATE tasks SET state = ?, run_after = NULL, updated_at = ? WHERE id = ? RETURNING *').get(plan.event.to, now, id) as TaskRow;
+        const stopped = plan.stop ? storeStop(d, plan.stop) : undefined;
+        insertEvent(d, id, plan.event.from, plan.event.to, plan.event.reason, actor, now, plan.event.detail);
+        d.signal({ kind: 'task', taskId: id });
+        if (stopped) d.signal({ kind: 'cancel', taskId: id, attemptId: stopped.id });
+        return { task: taskFromRow(task), runningAttempt: stopped ? attemptFromRow(stopped) : null };
+      });
+    },
+
+    /**
+     * failed|cancelled → waiting with a fresh budget. An old attempt still
+     * running is not ended: it keeps its stop order, and claimNext skips the
+     * task until that attempt has ended, so two runs never overlap.
+     */
+    async retryTask(id: string, actor: string, now: number): Promise<Task> {
+      return d.write(() => {
+        const row = taskRow(d, id);
+        if (!row) throw new NotFoundError('task', id);
+        const running = runningAttemptOf(d, row);
+        const plan = planRetry(taskFromRow(row), running ? { id: running.id, stopReason: running.stop_reason } : null);
+        const task = d
+          .q('UPDATE tasks SET state = ?, retries_used = 0, lost_count = 0, result = NULL, run_after = NULL, updated_at = ? WHERE id = ? RETURNING *')
+          .get(plan.event.to, now, id) as TaskRow;
+        if (plan.stop) storeStop(d, plan.stop);
+        insertEvent(d, id, plan.event.from, plan.event.to, plan.event.reason, actor, now, plan.event.detail);
+        d.signal({ kind: 'wake' }, { kind: 'task', taskId: id });
+        // A stop order that is new (the attempt had none) must reach its worker now.
+        if (plan.stop && running && running.stop_reason === null) d.signal({ kind: 'cancel', taskId: id, attemptId: running.id });
+        return taskFromRow(task);
+      });
+    },
+
+    async promoteDue(now: number, limit: number): Promise<string[]> {
+      checkLimit(limit);
+      return d.write(() => {
+        const due = d.q("SELECT id, run_after FROM tasks WHERE state = 'retrying' AND run_after <= ? ORDER BY run_after, id LIMIT ?").all(now, limit) as Array<
+          Pick<TaskRow, 'id' | 'run_after'>
+        >;
+        const promote = d.q("UPDATE tasks SET state = 'waiting', run_after = NULL, updated_at = ? WHERE id = ? AND state = 'retrying'");
+        for (const t of due) {
+          assertTransition('retrying', 'waiting', 'backoff_elapsed');
+          promote.run(now, t.id);
+          insertEvent(d, t.id, 'retrying', 'waiting', 'backoff_elapsed', SCHEDULER_ACTOR, now, { runAfter: t.run_after });
+          d.signal({ kind: 'wake' }, { kind: 'task', taskId: t.id });
+        }
+        return due.map((t) => t.id);
+      });
+    },
+
+    async nextDueAt(): Promise<number | null> {
+      return d.read(() => (d.q("SELECT min(run_after) AS t FROM tasks WHERE state = 'retrying'").get() as { t: number | null }).t);
+    },
+  };
+}

@@ -1,0 +1,63 @@
+/** Workers on SQLite (store/workers.ts): a worker id is bound to the token that registered it. */
+import { workerFromRow, type WorkerRow } from '../rows.js';
+import type { WorkerRecord, WorkerStore } from '../workers.js';
+import type { SqliteDb } from './db.js';
+
+export function sqliteWorkers(d: SqliteDb): WorkerStore {
+  return {
+    /**
+     * One upsert: a new id is inserted bound to `tokenId`; an existing row
+     * changes only if it is bound to this token, to none (registered before
+     * tokens were recorded), or to no live token (revoked). RETURNING yields no
+     * row when the WHERE refused the update.
+     */
+    async registerWorker(w: Omit<WorkerRecord, 'state'>, tokenId: string): Promise<boolean> {
+      return d.write(() => {
+        const row = d
+          .q(
+            `INSERT INTO workers (id, hostname, slots, labels, connected_at, last_seen_at, state, token_id)
+             VALUES (@id, @hostname, @slots, @labels, @connectedAt, @lastSeenAt, 'connected', @tokenId)
+             ON CONFLICT (id) DO UPDATE SET hostname = excluded.hostname, slots = excluded.slots, labels = excluded.labels,
+               connected_at = excluded.connected_at, last_seen_at = excluded.last_seen_at, state = 'connected', token_id = excluded.token_id
+             WHERE workers.token_id IS NULL OR workers.token_id = excluded.token_id
+               OR NOT EXISTS (SELECT 1 FROM tokens t WHERE t.id = workers.token_id AND t.revoked_at IS NULL)
+             RETURNING id`,
+          )
+          .get({
+            id: w.id,
+            hostname: w.hostname,
+            slots: w.slots,
+            labels: JSON.stringify(w.labels),
+            connectedAt: w.connectedAt,
+            lastSeenAt: w.lastSeenAt,
+            tokenId,
+          });
+        return row !== undefined;
+      });
+    },
+
+    async touchWorker(id: string, now: number): Promise<void> {
+      await d.write(() => {
+        d.q('UPDATE workers SET last_seen_at = ? WHERE id = ?').run(now, id);
+      });
+    },
+
+    async markWorkerDisconnected(id: string, now: number): Promise<void> {
+      await d.write(() => {
+        d.q("UPDATE workers SET state = 'disconnected', last_seen_at = ? WHERE id = ?").run(now, id);
+      });
+    },
+
+    async requestDrain(workerId: string, reason: string): Promise<boolean> {
+      return d.write(() => {
+        if (!d.q('SELECT 1 FROM workers WHERE id = ?').get(workerId)) return false;
+        d.signal({ kind: 'drain', workerId, reason });
+        return true;
+      });
+    },
+
+    async listWorkers(): Promise<WorkerRecord[]> {
+      return d.read(() => (d.q('SELECT * FROM workers ORDER BY id').all() as WorkerRow[]).map(workerFromRow));
+    },
+  };
+}

@@ -1,0 +1,75 @@
+/** Tasks: submit, read, list, cancel, retry, backoff promotion. */
+import type { Attempt, Task, TaskEvent, TaskSpec } from '../core/task.js';
+import type { TaskState } from '../core/task-state.js';
+
+export interface TaskFilter {
+  state?: TaskState;
+  namePrefix?: string;
+  owner?: string;
+  /** Inclusive: createdAt >= createdAfter. */
+  createdAfter?: number;
+  /** Exclusive: createdAt < createdBefore (half-open, so adjacent ranges do not overlap). */
+  createdBefore?: number;
+  /** Keyset cursor: return tasks with id < cursor (newest first). */
+  cursor?: string;
+  limit: number;
+}
+
+export interface TaskPage {
+  tasks: Task[];
+  /** Pass as `cursor` for the next page; null on the last page. */
+  nextCursor: string | null;
+}
+
+/**
+ * An idempotent submit: (owner, key) is unique in the store. `requestHash`
+ * identifies the request body, so the same key with a different body is a
+ * conflict rather than a silent return of the first task.
+ */
+export interface Idempotency {
+  key: string;
+  requestHash: string;
+}
+
+export interface CreateResult {
+  task: Task;
+  /** False: the idempotency key was seen before and this is the task it made then. */
+  created: boolean;
+}
+
+export interface CancelResult {
+  task: Task;
+  /** The running attempt the worker must stop, if any (it now has a stop reason). */
+  runningAttempt: Attempt | null;
+}
+
+export interface TaskStore {
+  /**
+   * Stores a new task and releases it (ready → waiting), writing both events,
+   * atomically. With `idem`, a second call with the same owner and key
+   * returns the first task (created: false) and writes nothing; the same key
+   * with another requestHash throws ConflictError.
+   */
+  createTask(id: string, owner: string, spec: TaskSpec, actor: string, now: number, idem?: Idempotency): Promise<CreateResult>;
+  getTask(id: string): Promise<Task | null>;
+  listTasks(filter: TaskFilter): Promise<TaskPage>;
+  listAttempts(taskId: string): Promise<Attempt[]>;
+  getAttempt(attemptId: number): Promise<Attempt | null>;
+  listEvents(taskId: string): Promise<TaskEvent[]>;
+
+  /** Cancels a non-terminal task per core/cancel-plan.ts planCancel. Throws ConflictError if it is terminal. */
+  cancelTask(id: string, actor: string, now: number): Promise<CancelResult>;
+
+  /**
+   * failed|cancelled → waiting with a fresh retry budget, per planRetry. An
+   * old attempt still running keeps its stop reason and is not ended here:
+   * claimNext skips the task until that attempt ends. Throws ConflictError otherwise.
+   */
+  retryTask(id: string, actor: string, now: number): Promise<Task>;
+
+  /** retrying → waiting for at most `limit` tasks whose backoff ended by `now` (earliest first). Returns their ids. */
+  promoteDue(now: number, limit: number): Promise<string[]>;
+
+  /** Earliest runAfter among retrying tasks, for the scheduler's timer. */
+  nextDueAt(): Promise<number | null>;
+}

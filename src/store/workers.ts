@@ -1,0 +1,27 @@
+/** Worker agents as the store knows them (live connections are the scheduler's). */
+export interface WorkerRecord {
+  id: string;
+  hostname: string;
+  slots: number;
+  labels: Record<string, string>;
+  connectedAt: number;
+  lastSeenAt: number;
+  state: 'connected' | 'disconnected';
+}
+
+export interface WorkerStore {
+  /**
+   * Registers (or re-registers) a worker on hello. A worker id is bound to the
+   * token that first registered it: the upsert is one statement that changes
+   * the row only if it is new, already bound to `tokenId`, or bound to a token
+   * that was revoked since. False (nothing changed) when another live token
+   * holds the id.
+   */
+  registerWorker(w: Omit<WorkerRecord, 'state'>, tokenId: string): Promise<boolean>;
+  /** lastSeenAt = now (heartbeats). */
+  touchWorker(id: string, now: number): Promise<void>;
+  markWorkerDisconnected(id: string, now: number): Promise<void>;
+  /** Signals `drain` for a known worker (to whichever server holds it); false if no such worker. */
+  requestDrain(workerId: string, reason: string): Promise<boolean>;
+  listWorkers(): Promise<WorkerRecord[]>;
+}

@@ -1,0 +1,183 @@
+/**
+ * The worker protocol's trust boundary, against a real server: a worker
+ * session speaks only for its own attempts, cannot take over another
+ * worker's identity, is validated frame by frame, and a cancel is a stored
+ * intent repeated until the attempt ends. A hand-driven FakeAgent plays the
+ * hostile (or the silent) worker next to real agents.
+ */
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { startCluster, type Cluster } from './harness.js';
+import { FakeAgent } from './fake-agent.js';
+
+const GUESSED = '0'.repeat(32);
+
+describe('e2e: worker trust boundary', () => {
+  let c: Cluster;
+  let otherWorkerToken: string;
+  const fakes: FakeAgent[] = [];
+  const fake = async (token: string) => {
+    const f = await FakeAgent.connect(c.url, token);
+    fakes.push(f);
+    return f;
+  };
+
+  before(async () => {
+    c = await startCluster({ workers: 1, slots: 2, serverArgs: ['--heartbeat', '500ms', '--lease', '4s'] });
+    const t = await c.api.req('POST', '/v1/tokens', { name: 'other-box', role: 'worker' });
+    assert.equal(t.status, 201);
+    otherWorkerToken = t.body.secret;
+  });
+  after(async () => {
+    fakes.forEach((f) => f.close());
+    await c?.close();
+  });
+
+  it("forged exit, log and started for another worker's attempt change nothing and are recorded", async () => {
+    const id = await c.api.submit({ script: 'echo real; sleep 1.5; echo done' });
+    const running = await c.api.waitState(id, ['running']);
+    assert.equal(running.state, 'running');
+    const attemptId: number = (await c.api.task(id)).attempts[0].id;
+    for (const token of [otherWorkerToken, c.workerToken]) {
+      const f = await fake(token);
+      f.hello(`intruder-${fakes.length}`);
+      await f.next('welcome');
+      f.send({ type: 'log', attemptId, fencingToken: GUESSED, seq: 0, stream: 'stdout', data: Buffer.from('forged\n').toString('base64') });
+      f.send({ type: 'started', attemptId, fencingToken: GUESSED, pid: 1 });
+      f.send({ type: 'exit', attemptId, fencingToken: GUESSED, outcome: 'failed', exitCode: 77, signal: null, error: null, durationMs: 1 });
+      await f.next('reject', 5_000, (m) => m.attemptId === attemptId);
+      await f.next('exit_ack', 5_000).catch(() => {});
+    }
+    const done = await c.api.waitDone(id);
+    assert.equal(done.task.state, 'succeeded');
+    assert.equal(done.task.result.exitCode, 0);
+    assert.equal(done.logs, 'real\ndone\n');
+    const fencedEvents = done.events.filter((e: any) => e.reason === 'fenced_report');
+    assert.ok(fencedEvents.length >= 2, `fenced reports recorded: ${JSON.stringify(done.events)}`);
+    assert.ok(fencedEvents.every((e: any) => String(e.actor).startsWith('worker:intruder-')));
+    assert.ok(done.attempts.every((a: any) => !('fencingToken' in a)), 'the API never shows fencing tokens');
+  });
+
+  it('a hello that lists another worker\'s attempt as running or killed is answered with a stop order and changes nothing', async () => {
+    const id = await c.api.submit({ script: 'sleep 1; echo fine' });
+    await c.api.waitState(id, ['running']);
+    const attemptId: number = (await c.api.task(id)).attempts[0].id;
+    const f = await fake(otherWorkerToken);
+    f.hello('intruder-hello', { running: [{ attemptId, fencingToken: GUESSED }], killed: [{ attemptId, fencingToken: GUESSED, reason: 'forged' }] });
+    const welcome = await f.next('welcome');
+    assert.deepEqual(welcome.stop.map((s) => [s.attemptId, s.report]), [[attemptId, false]]);
+    const done = await c.api.waitDone(id);
+    assert.equal(done.task.state, 'succeeded');
+    assert.equal(done.attempts.length, 1);
+    assert.ok(!done.events.some((e: any) => String(e.detail?.kind ?? '').includes('forged')), 'a forged kill of another worker\'s attempt is not recorded as a kill');
+  });
+
+  it('a hello with the id of a connected worker is refused, with its own token or another', async () => {
+    for (const token of [otherWorkerToken, c.workerToken]) {
+      const f = await fake(token);
+      f.hello('w1');
+      const closed = await f.closed();
+      assert.equal(closed.code, 4003, closed.reason);
+    }
+    // The real w1 still gets and finishes work.
+    const done = await c.api.waitDone(await c.api.submit({ command: 'true' }));
+    assert.equal(done.task.state, 'succeeded');
+    assert.equal(done.attempts[0].workerId, 'w1');
+  });
+
+  it('a worker id stays bound to the token that registered it', async () => {
+    const f = await fake(otherWorkerToken);
+    f.hello('bound-box');
+    await f.next('welcome');
+    f.close();
+    await new Promise((r) => setTimeout(r, 100));
+    const g = await fake(c.workerToken);
+    g.hello('bound-box');
+    const closed = await g.closed();
+    assert.equal(closed.code, 4003);
+    assert.match(closed.reason, /another worker token/);
+  });
+
+  it('a malformed or oversized message closes only that session, naming the field', async () => {
+    const cases: Array<[Record<string, unknown>, RegExp]> = [
+      [{ type: 'heartbeat', seq: 'x', running: [] }, /heartbeat\.seq/],
+      [{ type: 'exit', attemptId: 1, fencingToken: GUESSED, outcome: 'exploded', exitCode: 0, signal: null, error: null, durationMs: 0 }, /exit\.outcome/],
+      [{ type: 'log', attemptId: 1, fencingToken: GUESSED, seq: 0, stream: 'stdout', data: 'A'.repeat(200_000) }, /log\.data/],
+      [{ type: 'nonsense' }, /type/],
+    ];
+    for (const [msg, reason] of cases) {
+      const f = await fake(otherWorkerToken);
+      f.hello(`bad-${fakes.length}`);
+      await f.next('welcome');
+      f.send(msg);
+      const closed = await f.closed();
+      assert.equal(closed.code, 4002);
+      assert.match(closed.reason, reason);
+    }
+    const done = await c.api.waitDone(await c.api.submit({ command: 'true' }));
+    assert.equal(done.task.state, 'succeeded');
+  });
+
+  it('a user or admin token cannot open a worker session', async () => {
+    const u = await c.api.req('POST', '/v1/tokens', { name: 'mallory', role: 'user' });
+    for (const token of [u.body.secret, c.api.token]) {
+      await assert.rejects(FakeAgent.connect(c.url, token), (e: any) => e.status === 403);
+    }
+  });
+
+  it("a task sees none of the agent's environment, its token above all", async () => {
+    const done = await c.api.waitDone(await c.api.submit({ command: 'env', env: { MINE: 'yes' } }));
+    assert.equal(done.task.state, 'succeeded');
+    assert.doesNotMatch(done.logs, /DROVER_TOKEN|DROVER_EXIT_WITH_PARENT/);
+    assert.ok(!done.logs.includes(c.workerToken));
+    assert.match(done.logs, /^MINE=yes$/m);
+    assert.match(done.logs, /^DROVER_TASK_ID=/m);
+  });
+});
+
+describe('e2e: cancel is a stored intent', () => {
+  let c: Cluster;
+  let f: FakeAgent;
+  before(async () => {
+    c = await startCluster({ workers: 0, serverArgs: ['--heartbeat', '500ms', '--lease', '4s'] });
+  });
+  after(async () => {
+    f?.close();
+    await c?.close();
+  });
+
+  it('is repeated on every heartbeat answer until the attempt ends; a retry waits for the old attempt', async () => {
+    f = await FakeAgent.connect(c.url, c.workerToken);
+    f.hello('silent-box');
+    await f.next('welcome');
+    const id = await c.api.submit({ command: 'sleep', args: ['100'] });
+    const { attempt } = await f.next('assign');
+    f.send({ type: 'started', attemptId: attempt.attemptId, fencingToken: attempt.fencingToken, pid: 4242 });
+    assert.equal((await c.api.req('POST', `/v1/tasks/${id}/cancel`)).status, 200);
+    // The fast path; the agent "loses" it.
+    await f.next('cancel', 5_000, (m) => m.attemptId === attempt.attemptId);
+    for (let seq = 1; seq <= 2; seq++) {
+      f.send({ type: 'heartbeat', seq, running: [attempt.attemptId] });
+      const ack = await f.next('heartbeat_ack', 5_000, (m) => m.seq === seq);
+      assert.deepEqual(ack.stop, [{ attemptId: attempt.attemptId, reason: 'task cancelled', report: true }]);
+    }
+    // Retry while the old attempt still runs: ready (not yet eligible), nothing new starts until it has ended.
+    const r = await c.api.req('POST', `/v1/tasks/${id}/retry`);
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.body.task.state, 'ready');
+    f.send({ type: 'heartbeat', seq: 3, running: [attempt.attemptId] });
+    const ack = await f.next('heartbeat_ack', 5_000, (m) => m.seq === 3);
+    assert.equal(ack.stop[0]?.report, true);
+    await new Promise((res) => setTimeout(res, 300));
+    assert.ok(!f.received.some((m) => m.type === 'assign'), 'no second attempt while the first runs');
+    assert.equal((await c.api.task(id)).attempts.length, 1);
+    f.send({ type: 'exit', attemptId: attempt.attemptId, fencingToken: attempt.fencingToken, outcome: 'cancelled', exitCode: null, signal: 'SIGTERM', error: null, durationMs: 5 });
+    await f.next('exit_ack');
+    const second = await f.next('assign');
+    assert.equal(second.attempt.number, 2);
+    assert.notEqual(second.attempt.fencingToken, attempt.fencingToken);
+    const t = await c.api.task(id);
+    assert.equal(t.task.state, 'running');
+    assert.deepEqual(t.attempts.map((a: any) => a.state), ['cancelled', 'running']);
+  });
+});

@@ -1,0 +1,65 @@
+/** The worker protocol's boundary: every agent frame is validated, and the reason names the field. */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { LABEL_LIMITS, PROTOCOL_VERSION } from '../../src/core/protocol.js';
+import { MAX_AGENT_FRAME_BYTES, parseAgentFrame } from '../../src/server/worker-messages.js';
+
+const TOKEN = 'ab'.repeat(16);
+const frame = (o: unknown) => parseAgentFrame(Buffer.from(JSON.stringify(o)), false);
+const hello = (o: Record<string, unknown> = {}) => ({ type: 'hello', workerId: 'w1', hostname: 'h', slots: 2, labels: {}, version: PROTOCOL_VERSION, running: [], ...o });
+const exit = (o: Record<string, unknown> = {}) => ({ type: 'exit', attemptId: 1, fencingToken: TOKEN, outcome: 'failed', exitCode: 1, signal: null, error: null, durationMs: 3, ...o });
+
+function refused(o: unknown, field: RegExp): void {
+  const r = frame(o);
+  assert.equal(r.ok, false, JSON.stringify(o).slice(0, 80));
+  if (!r.ok) assert.match(r.reason, field);
+}
+
+describe('parseAgentFrame', () => {
+  it('accepts well-formed messages of every type', () => {
+    for (const m of [
+      hello({ labels: { gpu: 'yes', 'my key': 'v' }, running: [{ attemptId: 3, fencingToken: TOKEN }], killed: [{ attemptId: 4, fencingToken: TOKEN, reason: 'self-fencing' }] }),
+      { type: 'draining' },
+      { type: 'heartbeat', seq: 0, running: [1, 2] },
+      { type: 'started', attemptId: 1, fencingToken: TOKEN, pid: 77 },
+      { type: 'log', attemptId: 1, fencingToken: TOKEN, seq: 0, stream: 'stderr', data: Buffer.from('hi').toString('base64') },
+      exit(),
+    ]) {
+      const r = frame(m);
+      assert.ok(r.ok, JSON.stringify(r));
+    }
+  });
+
+  it('refuses what is not a JSON object, binary frames and oversized frames', () => {
+    assert.match((parseAgentFrame(Buffer.from('{nope'), false) as { reason: string }).reason, /not JSON/);
+    assert.match((parseAgentFrame(Buffer.from('[1]'), false) as { reason: string }).reason, /not a JSON object/);
+    assert.match((parseAgentFrame(Buffer.from('{}'), true) as { reason: string }).reason, /binary/);
+    assert.match((parseAgentFrame(Buffer.alloc(MAX_AGENT_FRAME_BYTES + 1, 32), false) as { reason: string }).reason, /over the/);
+    refused({ type: 'launch-missiles' }, /^type: unknown message type/);
+    refused({ notype: 1 }, /^type:/);
+  });
+
+  it('names the field of a bad value', () => {
+    refused({ type: 'heartbeat', seq: 'x', running: [] }, /^heartbeat\.seq:/);
+    refused({ type: 'heartbeat', seq: 1, running: [0] }, /^heartbeat\.running\.0:/);
+    refused({ type: 'heartbeat', seq: 1, running: Array.from({ length: 5000 }, (_, i) => i + 1) }, /^heartbeat\.running:/);
+    refused(exit({ outcome: 'exploded' }), /^exit\.outcome:/);
+    refused(exit({ fencingToken: 7 }), /^exit\.fencingToken:/);
+    refused(exit({ fencingToken: 'guess' }), /^exit\.fencingToken:/);
+    refused(exit({ error: 'x\u0000y' }), /^exit\.error:/);
+    refused(exit({ error: 'e'.repeat(5000) }), /^exit\.error:/);
+    refused(exit({ durationMs: -1 }), /^exit\.durationMs:/);
+    refused({ type: 'log', attemptId: 1, fencingToken: TOKEN, seq: 0, stream: 'stdin', data: '' }, /^log\.stream:/);
+    refused({ type: 'log', attemptId: 1, fencingToken: TOKEN, seq: 0, stream: 'stdout', data: 'not base64!' }, /^log\.data:/);
+    refused({ type: 'log', attemptId: 1, fencingToken: TOKEN, seq: 0, stream: 'stdout', data: 'A'.repeat(100_000) }, /^log\.data:/);
+    refused(hello({ workerId: '../etc' }), /^hello\.workerId:/);
+    refused(hello({ slots: 0 }), /^hello\.slots:/);
+    refused(hello({ extra: 1 }), /additional properties \(extra\)/);
+    refused(hello({ labels: Object.fromEntries(Array.from({ length: LABEL_LIMITS.count + 1 }, (_, i) => [`k${i}`, 'v'])) }), /^hello\.labels:/);
+    refused(hello({ labels: { k: 'v'.repeat(LABEL_LIMITS.valueLength + 1) } }), /^hello\.labels\.k:/);
+    refused(hello({ running: [{ attemptId: 1, fencingToken: TOKEN, more: true }] }), /additional properties/);
+    refused({ type: 'draining', now: true }, /additional properties/);
+    assert.ok(frame({ type: 'started', attemptId: 1, fencingToken: TOKEN, pid: 0 }).ok, 'the noop executor starts no process: pid 0');
+    refused({ type: 'started', attemptId: 1, fencingToken: TOKEN, pid: -1 }, /^started\.pid:/);
+  });
+});

@@ -1,0 +1,41 @@
+/** `drover worker` flags that belong to the agent: --pass-env. (The rest is covered by test/cli/parse.test.ts.) */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { buildWorkerConfig } from '../../src/cli/commands/worker.js';
+import { UsageError } from '../../src/cli/usage-error.js';
+
+const base = { server: ['http://a'], logLevel: 'info' };
+const usage = (re: RegExp) => (err: unknown) => err instanceof UsageError && re.test(err.message);
+
+describe('worker config: --pass-env', () => {
+  it('defaults to nothing passed on', () => {
+    assert.deepEqual(buildWorkerConfig(base, 't', {}).passEnv, []);
+  });
+
+  it('keeps valid names in order, once each', () => {
+    assert.deepEqual(buildWorkerConfig({ ...base, passEnv: ['HTTP_PROXY', '_X1', 'HTTP_PROXY', 'lower'] }, 't', {}).passEnv, ['HTTP_PROXY', '_X1', 'lower']);
+  });
+
+  it('refuses a name that is not an environment variable name, naming --pass-env', () => {
+    for (const bad of ['', '1ABC', 'A-B', 'A=B', 'A B', 'É']) {
+      assert.throws(() => buildWorkerConfig({ ...base, passEnv: [bad] }, 't', {}), usage(new RegExp(`^invalid --pass-env "${bad}": expected an environment variable name`)), bad);
+    }
+  });
+
+  it('refuses DROVER_TOKEN with a clear reason', () => {
+    assert.throws(
+      () => buildWorkerConfig({ ...base, passEnv: ['PATH', 'DROVER_TOKEN'] }, 't', { DROVER_TOKEN: 't' }),
+      usage(/^invalid --pass-env "DROVER_TOKEN": DROVER_TOKEN is the worker token and is never passed to tasks$/),
+    );
+  });
+});
+
+describe('drover worker --label bounds', () => {
+  it('refuses more labels, or longer ones, than a hello may carry, naming --label', () => {
+    const many = Array.from({ length: 65 }, (_, i) => `k${i}=v`);
+    assert.throws(() => buildWorkerConfig({ server: ['http://127.0.0.1:1'], label: many, logLevel: 'info' }, 'tok', {}), /too many --label flags: at most 64/);
+    assert.throws(() => buildWorkerConfig({ server: ['http://127.0.0.1:1'], label: [`${'k'.repeat(257)}=v`], logLevel: 'info' }, 'tok', {}), /invalid --label .*over 256 characters/);
+    assert.throws(() => buildWorkerConfig({ server: ['http://127.0.0.1:1'], label: [`k=${'v'.repeat(1025)}`], logLevel: 'info' }, 'tok', {}), /invalid --label "k=\.\.\.": the value is over 1024/);
+    assert.deepEqual(buildWorkerConfig({ server: ['http://127.0.0.1:1'], label: ['my key=a b'], logLevel: 'info' }, 'tok', {}).labels, { 'my key': 'a b' });
+  });
+});
