@@ -32,6 +32,26 @@ function attempt(over: Partial<AssignedAttempt>): AssignedAttempt {
 }
 
 /** Resolves with the performance.now() at which no member of the group was seen running any more (checked every few ms). */
+type AgentConn = Awaited<ReturnType<typeof connectAgent>>['conn'];
+
+/**
+ * Assigns an attempt whose shell ignores SIGTERM, then answers one last
+ * heartbeat that lists it and stops answering. `seenAt`: when that last
+ * confirmed heartbeat was seen (its send time is at most this).
+ */
+async function runUntilAcksStop(conn: AgentConn): Promise<{ a: AssignedAttempt; pid: number; seenAt: number }> {
+  conn.autoAck = true;
+  const a = attempt({ command: 'sh', args: ['-c', 'trap "" TERM; sleep 100 & echo ready; wait'] });
+  conn.send({ type: 'assign', attempt: a });
+  const { pid } = await conn.next('started');
+  await conn.next('log'); // "ready": the trap is set
+  conn.answerHeartbeats = false;
+  const last = await conn.next('heartbeat', (h) => h.running.includes(a.attemptId));
+  const seenAt = performance.now();
+  conn.send({ type: 'heartbeat_ack', seq: last.seq, stop: [] });
+  return { a, pid, seenAt };
+}
+
 async function groupGoneAt(pgid: number, timeoutMs: number): Promise<number> {
   const deadline = performance.now() + timeoutMs;
   while (runningMembers(pgid).length > 0) {
@@ -50,16 +70,7 @@ describe('self-fencing', { timeout: 30_000 }, () => {
     const server = await FakeServer.start();
     const { agent, conn, endOf } = await connectAgent(server, tmp.dir, { killGraceMs: KILL_GRACE_MS }, { heartbeatMs: HEARTBEAT_MS, leaseMs: LEASE_MS });
     try {
-      conn.autoAck = true;
-      const a = attempt({ command: 'sh', args: ['-c', 'trap "" TERM; sleep 100 & echo ready; wait'] });
-      conn.send({ type: 'assign', attempt: a });
-      const { pid } = await conn.next('started');
-      await conn.next('log'); // "ready": the trap is set
-      // The last heartbeat that gets an answer: it lists the attempt.
-      conn.answerHeartbeats = false;
-      const last = await conn.next('heartbeat', (h) => h.running.includes(a.attemptId));
-      const seenAt = performance.now();
-      conn.send({ type: 'heartbeat_ack', seq: last.seq, stop: [] });
+      const { a, pid, seenAt } = await runUntilAcksStop(conn);
       // The connection stays up (pongs keep it alive); only the acks stop.
       const goneAt = await groupGoneAt(pid, LEASE_MS + 2_000);
       const sinceSeen = goneAt - seenAt;
@@ -91,15 +102,7 @@ describe('self-fencing', { timeout: 30_000 }, () => {
     // A kill grace longer than the lease: only the self-fencing plan's grace can keep SIGKILL in time.
     const { agent, conn } = await connectAgent(server, tmp.dir, { killGraceMs: 10_000 }, { heartbeatMs: HEARTBEAT_MS, leaseMs: LEASE_MS });
     try {
-      conn.autoAck = true;
-      const a = attempt({ command: 'sh', args: ['-c', 'trap "" TERM; sleep 100 & echo ready; wait'] });
-      conn.send({ type: 'assign', attempt: a });
-      const { pid } = await conn.next('started');
-      await conn.next('log'); // "ready": the trap is set
-      conn.answerHeartbeats = false;
-      const last = await conn.next('heartbeat', (h) => h.running.includes(a.attemptId));
-      const seenAt = performance.now();
-      conn.send({ type: 'heartbeat_ack', seq: last.seq, stop: [] });
+      const { a, pid, seenAt } = await runUntilAcksStop(conn);
       conn.send({ type: 'cancel', attemptId: a.attemptId, reason: 'user' }); // SIGTERM now, SIGKILL in 10 s
       const goneAt = await groupGoneAt(pid, LEASE_MS + 2_000);
       assert.ok(goneAt - seenAt < LEASE_MS - SEND_MARGIN_MS, `group gone ${Math.round(goneAt - seenAt)} ms after the last confirmed heartbeat was seen`);
