@@ -9,15 +9,18 @@
  *  4. a task that prints 1 GiB (BENCH_LOG_BYTES to change): time, and peak memory of both processes.
  *  5. the control plane alone (noop agents), on SQLite and PostgreSQL, against
  *     graphile-worker and pg-boss on the same PostgreSQL: see control-plane.ts.
+ *  6. the dashboard: the Tasks page's API calls at 1,000,000 tasks against raw
+ *     SQL, and the live stream's delay at 200 tasks/s: see dashboard.ts.
  *
  * Environment: BENCH_LATENCY_N (200), BENCH_TASKS (2000), BENCH_SLOTS (slots per agent, 4),
- * BENCH_LOG_BYTES (1073741824; 0 skips), BENCH_SECTIONS (process,control-plane,recovery: which to run;
+ * BENCH_LOG_BYTES (1073741824; 0 skips), BENCH_SECTIONS (process,control-plane,recovery,dashboard: which to run;
  * `process` is 1-4), and control-plane.ts's own.
  */
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { startCluster, type Cluster } from '../test/e2e/harness.js';
 import { controlPlane } from './control-plane.js';
+import { dashboard } from './dashboard.js';
 import { recovery } from './recovery.js';
 import { submitLatency } from './submit-latency.js';
 
@@ -25,7 +28,7 @@ const LATENCY_N = Number(process.env.BENCH_LATENCY_N ?? 200);
 const TASKS = Number(process.env.BENCH_TASKS ?? 2000);
 const SLOTS = Number(process.env.BENCH_SLOTS ?? 4);
 const LOG_BYTES = Number(process.env.BENCH_LOG_BYTES ?? 1024 ** 3);
-const SECTIONS = new Set((process.env.BENCH_SECTIONS ?? 'process,control-plane,recovery').split(',').map((s) => s.trim()));
+const SECTIONS = new Set((process.env.BENCH_SECTIONS ?? 'process,control-plane,recovery,dashboard').split(',').map((s) => s.trim()));
 
 function pct(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
@@ -138,6 +141,7 @@ async function main(): Promise<void> {
   }
   if (SECTIONS.has('control-plane')) await controlPlane(rows);
   if (SECTIONS.has('recovery')) rows.push(...(await recovery()));
+  if (SECTIONS.has('dashboard')) await dashboard(rows);
   const w = [Math.max(...rows.map((r) => r[0].length)), Math.max(...rows.map((r) => r[1].length))];
   console.log(`\n| measure | result | note |\n| --- | --- | --- |`);
   for (const r of rows) console.log(`| ${r[0].padEnd(w[0]!)} | ${r[1].padEnd(w[1]!)} | ${r[2]} |`);

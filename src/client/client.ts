@@ -5,21 +5,29 @@
  * - Every method resolves with the documented payload of a 2xx answer.
  * - A non-2xx answer rejects with `ApiError` (status, code, message, field, reason).
  * - No answer at all rejects with `ConnectionError` ("cannot reach Drover at URL: ECONNREFUSED").
- * - JSON requests time out after `timeoutMs` (default 30 s); `logs()` does not,
- *   because a followed log stays open as long as the task runs.
+ * - JSON requests time out after `timeoutMs` (default 30 s); `logs()` and
+ *   `stream()` do not, because they stay open as long as there is news, and a
+ *   log-chunks long-poll gets its `wait` on top.
  * - Only `submit` with an idempotency key is ever retried (503 and no answer),
  *   because only then can a repeat not create a second task.
  */
 import { ApiError, ConnectionError, describeFetchFailure } from './errors.js';
+import { SseParser } from './sse-parser.js';
 import type {
+  CountsAnswer,
   CreatedToken,
   CreateTokenRequest,
   ListTasksQuery,
+  LogChunkPage,
+  LogChunksQuery,
   LogsQuery,
+  MinuteStat,
+  StreamEvent,
   SubmitTaskRequest,
   Task,
   TaskDetail,
   TaskPage,
+  TaskSummary,
   Token,
   WorkerInfo,
 } from './types.js';
@@ -116,8 +124,8 @@ export class DroverClient {
     return this.json<TaskPage>('GET', '/v1/tasks' + queryString(query as Record<string, string | number | undefined>));
   }
 
-  /** Every task matching `query`, following `nextCursor` page by page. */
-  async *allTasks(query: Omit<ListTasksQuery, 'cursor'> = {}): AsyncGenerator<Task> {
+  /** Every task matching `query` (summary rows), following `nextCursor` page by page. */
+  async *allTasks(query: Omit<ListTasksQuery, 'cursor'> = {}): AsyncGenerator<TaskSummary> {
     let cursor: string | undefined;
     for (;;) {
       const page = await this.listTasks(cursor === undefined ? query : { ...query, cursor });
@@ -143,6 +151,31 @@ export class DroverClient {
     return res;
   }
 
+  /**
+   * A page of the task's log in chunks: the end (no before/after), the page
+   * before a chunk id, or (after + wait) a long-poll for what follows.
+   */
+  async logChunks(id: string, query: LogChunksQuery = {}): Promise<LogChunkPage> {
+    const { signal, ...q } = query;
+    const qs = queryString(q);
+    const timeout = this.timeoutMs > 0 ? AbortSignal.timeout(this.timeoutMs + (q.wait ?? 0)) : null;
+    const sig = signal && timeout ? AbortSignal.any([signal, timeout]) : (signal ?? timeout);
+    return (await this.jsonWithStatus<LogChunkPage>('GET', `/v1/tasks/${enc(id)}/log-chunks${qs}`, undefined, {}, sig)).body;
+  }
+
+  /**
+   * The live stream of changes (`GET /v1/stream`, Server-Sent Events), from
+   * `cursor` or the head. One connection, no automatic reconnect: on an end or
+   * an error, open another with `cursor: stream.lastEventId` to resume.
+   */
+  async stream(opts: { cursor?: string; signal?: AbortSignal } = {}): Promise<EventStream> {
+    const headers: Record<string, string> = { accept: 'text/event-stream' };
+    if (opts.cursor !== undefined) headers['last-event-id'] = opts.cursor;
+    const res = await this.send('GET', '/v1/stream', undefined, opts.signal ?? null, headers);
+    if (!res.ok) throw await ApiError.fromResponse(res);
+    return new EventStream(res, opts.cursor ?? null);
+  }
+
   async cancel(id: string): Promise<Task> {
     return (await this.json<{ task: Task }>('POST', `/v1/tasks/${enc(id)}/cancel`)).task;
   }
@@ -165,7 +198,18 @@ export class DroverClient {
     return (await this.json<{ token: Token }>('DELETE', `/v1/tokens/${enc(id)}`)).token;
   }
 
-  // --- workers (admin)
+  // --- stats (a user: their own tasks; an admin: all, or `owner`)
+
+  async counts(owner?: string): Promise<CountsAnswer> {
+    return this.json<CountsAnswer>('GET', '/v1/stats/counts' + queryString({ owner }));
+  }
+
+  /** Per-minute activity in [since, until) (ISO times; default the last hour, at most 24 h). */
+  async minutes(q: { since?: string; until?: string; owner?: string } = {}): Promise<MinuteStat[]> {
+    return (await this.json<{ minutes: MinuteStat[] }>('GET', '/v1/stats/minutes' + queryString(q))).minutes;
+  }
+
+  // --- workers (admins and users; drain: admin)
 
   async listWorkers(): Promise<WorkerInfo[]> {
     return (await this.json<{ workers: WorkerInfo[] }>('GET', '/v1/workers')).workers;
@@ -188,8 +232,13 @@ export class DroverClient {
     return (await this.jsonWithStatus<T>(method, path, body)).body;
   }
 
-  private async jsonWithStatus<T>(method: Method, path: string, body?: unknown, extraHeaders: Record<string, string> = {}): Promise<{ status: number; body: T }> {
-    const signal = this.timeoutMs > 0 ? AbortSignal.timeout(this.timeoutMs) : null;
+  private async jsonWithStatus<T>(
+    method: Method,
+    path: string,
+    body?: unknown,
+    extraHeaders: Record<string, string> = {},
+    signal: AbortSignal | null = this.timeoutMs > 0 ? AbortSignal.timeout(this.timeoutMs) : null,
+  ): Promise<{ status: number; body: T }> {
     const res = await this.send(method, path, body, signal, extraHeaders);
     if (!res.ok) throw await ApiError.fromResponse(res);
     let text: string;
@@ -218,6 +267,72 @@ export class DroverClient {
       });
     } catch (err) {
       throw new ConnectionError(this.url, describeFetchFailure(err), { cause: err });
+    }
+  }
+}
+
+/**
+ * One open stream: iterate it for events (hello first). `lastEventId` is
+ * where a new stream resumes without a gap or a repeat (it also moves on
+ * keepalives). Iteration ends when the server ends the stream; `close()` ends
+ * it from this side.
+ */
+export class EventStream implements AsyncIterable<StreamEvent> {
+  private readonly parser = new SseParser();
+  private readonly reader: ReadableStreamDefaultReader<Uint8Array>;
+  private readonly decoder = new TextDecoder();
+  private readonly queued: StreamEvent[] = [];
+  private done = false;
+
+  constructor(
+    readonly response: Response,
+    start: string | null,
+  ) {
+    this.parser.lastEventId = start;
+    this.reader = response.body!.getReader();
+  }
+
+  get lastEventId(): string | null {
+    return this.parser.lastEventId;
+  }
+
+  /** The next event, or null once the stream has ended. */
+  async next(): Promise<StreamEvent | null> {
+    while (this.queued.length === 0) {
+      if (this.done) return null;
+      let chunk: ReadableStreamReadResult<Uint8Array>;
+      try {
+        chunk = await this.reader.read();
+      } catch {
+        chunk = { done: true, value: undefined };
+      }
+      if (chunk.done) {
+        this.done = true;
+        this.queued.push(...this.decode(this.parser.push(this.decoder.decode())));
+        continue;
+      }
+      this.queued.push(...this.decode(this.parser.push(this.decoder.decode(chunk.value, { stream: true }))));
+    }
+    return this.queued.shift()!;
+  }
+
+  private decode(msgs: ReturnType<SseParser['push']>): StreamEvent[] {
+    return msgs.flatMap((m) => {
+      if (m.event !== 'hello' && m.event !== 'changes' && m.event !== 'reset') return [];
+      return [{ type: m.event, id: m.id ?? '', ...(JSON.parse(m.data) as object) } as StreamEvent];
+    });
+  }
+
+  async close(): Promise<void> {
+    this.done = true;
+    await this.reader.cancel().catch(() => {});
+  }
+
+  async *[Symbol.asyncIterator](): AsyncGenerator<StreamEvent> {
+    for (;;) {
+      const ev = await this.next();
+      if (ev === null) return;
+      yield ev;
     }
   }
 }

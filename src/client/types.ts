@@ -3,6 +3,10 @@
  * sends and accepts: times are ISO-8601 strings in UTC (not the epoch
  * milliseconds the core model uses inside the server), durations in requests
  * are milliseconds or strings like "30s".
+ *
+ * The dashboard uses these too (web/src/api/types.ts re-exports them), so
+ * this file imports nothing: no DOM- or Node-only types beyond AbortSignal,
+ * which both have.
  */
 
 export type TaskState = 'ready' | 'waiting' | 'running' | 'retrying' | 'succeeded' | 'failed' | 'cancelled';
@@ -43,6 +47,14 @@ export interface TaskResult {
   durationMs: number | null;
 }
 
+/** A task's retry policy as the API shows it: milliseconds (requests may also use duration strings). */
+export interface RetryPolicy {
+  maxRetries: number;
+  baseDelayMs: number;
+  factor: number;
+  maxDelayMs: number;
+}
+
 export interface Task {
   id: string;
   owner: string;
@@ -53,9 +65,11 @@ export interface Task {
   args: string[];
   script: string | null;
   interpreter: string[];
+  /** Values only for the task's owner: for anyone else each value is "" and envRedacted is true. */
   env: Record<string, string>;
+  envRedacted: boolean;
   timeoutMs: number | null;
-  retry: { maxRetries: number; baseDelayMs: number; factor: number; maxDelayMs: number };
+  retry: RetryPolicy;
   priority: number;
   labels: Record<string, string>;
   requires: Record<string, string>;
@@ -108,16 +122,98 @@ export interface ListTasksQuery {
   owner?: string;
   createdAfter?: string;
   createdBefore?: string;
+  /** Id prefix: 1..26 Crockford base32 characters, any case. */
+  id?: string;
   /** 1..500, server default 50. */
   limit?: number;
   /** The previous page's `nextCursor`. */
   cursor?: string;
 }
 
+/** A row of `GET /v1/tasks` and of the stream: no command, script, args or env. */
+export interface TaskSummary {
+  id: string;
+  owner: string;
+  name: string;
+  kind: 'batch';
+  state: TaskState;
+  priority: number;
+  attempts: number;
+  retriesUsed: number;
+  /** The current (latest) attempt's worker, timing and end; null before the first claim. */
+  workerId: string | null;
+  createdAt: string;
+  updatedAt: string;
+  startedAt: string | null;
+  endedAt: string | null;
+  durationMs: number | null;
+  exitCode: number | null;
+  signal: string | null;
+  /** The final result's error when the task ended, else the current attempt's. */
+  error: string | null;
+  runAfter: string | null;
+}
+
 export interface TaskPage {
-  tasks: Task[];
+  tasks: TaskSummary[];
   nextCursor: string | null;
 }
+
+export type StateCounts = Record<TaskState, number>;
+
+export interface CountsAnswer {
+  counts: StateCounts;
+  total: number;
+}
+
+export interface MinuteStat {
+  /** ISO start of the minute. */
+  minute: string;
+  started: number;
+  succeeded: number;
+  failed: number;
+  cancelled: number;
+  /** First attempts started in the minute, and their submit-to-start latency (null when none). */
+  latencyCount: number;
+  latencyAvgMs: number | null;
+  latencyMaxMs: number | null;
+}
+
+export interface LogChunk {
+  id: number;
+  attempt: number;
+  stream: 'stdout' | 'stderr';
+  at: string;
+  /** base64 of the bytes. */
+  data: string;
+}
+
+export interface LogChunkPage {
+  /** Ascending by id. */
+  chunks: LogChunk[];
+  /** No chunk of the task precedes the first one returned. */
+  atStart: boolean;
+  /** More output may come (not terminal, or its last attempt still stopping). */
+  running: boolean;
+}
+
+export interface LogChunksQuery {
+  /** The chunks just before this chunk id (page backwards). */
+  before?: number;
+  /** The chunks after this chunk id. */
+  after?: number;
+  /** 1..32 (default 32). */
+  limit?: number;
+  /** With `after`: wait up to this many ms (0..25000) for a chunk or the task's end. */
+  wait?: number;
+  signal?: AbortSignal;
+}
+
+/** Events of `GET /v1/stream`. */
+export type StreamEvent =
+  | { type: 'hello'; id: string; cursor: string; serverTime: string }
+  | { type: 'changes'; id: string; cursor: string; tasks: TaskSummary[]; workers: WorkerInfo[] }
+  | { type: 'reset'; id: string; cursor: string; reason: string };
 
 export interface LogsQuery {
   /** Only this attempt's output, without the `--- drover: attempt N ---` marker. */
@@ -149,14 +245,27 @@ export interface CreatedToken {
   secret: string;
 }
 
+export type WorkerState = 'connected' | 'draining' | 'disconnected' | 'lost';
+
+export interface RunningAttemptRef {
+  attemptId: number;
+  taskId: string;
+  taskName: string;
+  startedAt: string;
+}
+
 export interface WorkerInfo {
   id: string;
   hostname: string;
-  slots: number;
   labels: Record<string, string>;
-  state: string;
+  slots: number;
+  /** Running attempts on it, everyone's. */
+  slotsUsed: number;
+  /** lost: the store says connected but nothing was heard from it within the lease. */
+  state: WorkerState;
   connectedAt: string;
   lastSeenAt: string;
-  /** How many attempts it runs now (the server may send the attempt ids instead). */
-  running: number | unknown[];
+  drainingAt: string | null;
+  /** Its running attempts (a user sees only their own tasks here). */
+  runningAttempts: RunningAttemptRef[];
 }

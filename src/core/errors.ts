@@ -11,7 +11,8 @@ export type ErrorCode =
   | 'conflict'
   | 'illegal_transition'
   | 'payload_too_large'
-  | 'unavailable';
+  | 'unavailable'
+  | 'cursor_expired';
 
 export abstract class DroverError extends Error {
   abstract readonly code: ErrorCode;
@@ -88,6 +89,19 @@ export class UnavailableError extends DroverError {
   readonly code = 'unavailable' as const;
   readonly httpStatus = 503;
   readonly retryable = true;
+}
+
+/**
+ * A change-feed cursor older than the changes the store still keeps
+ * (store/feed.ts): the reader must re-read its state and resume from the head.
+ */
+export class CursorExpiredError extends DroverError {
+  readonly code = 'cursor_expired' as const;
+  readonly httpStatus = 410;
+  readonly retryable = false;
+  constructor(readonly cursor: string) {
+    super(`cursor ${cursor} is older than the retained changes; re-read and resume from the current head`);
+  }
 }
 
 export function isDroverError(e: unknown): e is DroverError {

@@ -4,12 +4,34 @@
  * Monotonic within a process so two tasks created in one millisecond still sort.
  */
 import { randomBytes } from 'node:crypto';
-import { monotonicFactory } from 'ulid';
+import { encodeTime, monotonicFactory } from 'ulid';
 
 const next = monotonicFactory();
 
 export function newTaskId(now: number): string {
   return next(now);
+}
+
+/** The largest time a ULID holds (2^48 - 1 ms). */
+const ULID_TIME_MAX = 2 ** 48 - 1;
+
+/**
+ * The smallest task id of millisecond `ms` (its time part, then zeros): every
+ * id made by newTaskId(t) with t >= ms sorts at or after it, every one with
+ * t < ms before it. So a createdAt range [a, b) is the id range
+ * [smallestTaskIdAt(a), smallestTaskIdAt(b)), which the stores scan in
+ * index order. A fractional `ms` rounds up (createdAt values are whole ms);
+ * below 0 gives the smallest id, beyond the ULID range a string above every id.
+ * One exception: when the clock steps back, newTaskId keeps the later time
+ * (ids never sort before earlier ones), so an id's time can be later than its
+ * createdAt, never earlier; users of an upper bound allow for that
+ * (store/task-list.ts).
+ */
+export function smallestTaskIdAt(ms: number): string {
+  const t = Math.ceil(ms);
+  if (!(t > 0)) return '0'.repeat(26);
+  if (t > ULID_TIME_MAX) return '8'.padEnd(26, '0');
+  return encodeTime(t, 10) + '0'.repeat(16);
 }
 
 export const TASK_ID_PATTERN = '^[0-9A-HJKMNP-TV-Z]{26}$';

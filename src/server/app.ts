@@ -7,14 +7,21 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
+import cookie from '@fastify/cookie';
 import websocket from '@fastify/websocket';
 import swagger from '@fastify/swagger';
 import { installAuth } from './auth.js';
 import type { AppContext } from './context.js';
 import { handleError } from './error-handler.js';
+import { logChunkRoutes } from './routes/log-chunks.js';
+import { statsRoutes } from './routes/stats.js';
+import { streamRoutes } from './routes/stream.js';
 import { taskRoutes } from './routes/tasks.js';
 import { tokenRoutes } from './routes/tokens.js';
 import { workerRoutes } from './routes/workers.js';
+import { sessionRoutes } from './routes/session.js';
+import { installSecurityHeaders } from './security-headers.js';
+import { answerMissingFile, defaultWebDist, staticRoutes } from './static-files.js';
 
 export const BODY_LIMIT = 1024 * 1024;
 
@@ -33,7 +40,8 @@ function newAjv(coerceTypes: false | 'array'): Ajv {
  */
 const EXACT_ROUTING = { ignoreTrailingSlash: false, ignoreDuplicateSlashes: false, caseSensitive: true, useSemicolonDelimiter: false };
 
-export async function buildApp(ctx: AppContext, opts: { logLevel?: string } = {}): Promise<FastifyInstance> {
+/** `webDist`: the built dashboard (default the package's web/dist; static-files.ts). */
+export async function buildApp(ctx: AppContext, opts: { logLevel?: string; webDist?: string } = {}): Promise<FastifyInstance> {
   const app = Fastify({
     bodyLimit: BODY_LIMIT,
     logger: { level: opts.logLevel ?? 'warn' },
@@ -48,9 +56,16 @@ export async function buildApp(ctx: AppContext, opts: { logLevel?: string } = {}
   app.decorateRequest('principal', null);
   app.setErrorHandler(handleError);
   app.setNotFoundHandler((req, reply) => {
+    // A page or asset whose file @fastify/static did not find (it calls the not-found handler): the route's answer (503 or 404).
+    if (answerMissingFile(req, reply)) return;
     void reply.code(404).send({ error: { code: 'not_found', message: `no route ${req.method} ${req.url.split('?')[0]}` } });
   });
 
+  installSecurityHeaders(app); // first: on every response, 401s included
+  // Parses the Cookie header into req.cookies in an onRequest hook, so before
+  // installAuth's hook reads the session cookie (hooks run in the order they
+  // were added); writes reply.setCookie's Set-Cookie headers on send. No routes.
+  await app.register(cookie);
   // Before any route is registered (its onRoute check must see every route).
   installAuth(app, ctx.tokens);
 
@@ -69,5 +84,10 @@ export async function buildApp(ctx: AppContext, opts: { logLevel?: string } = {}
   taskRoutes(app, ctx);
   tokenRoutes(app, ctx);
   workerRoutes(app, ctx);
+  logChunkRoutes(app, ctx);
+  statsRoutes(app, ctx);
+  streamRoutes(app, ctx);
+  sessionRoutes(app, ctx);
+  await staticRoutes(app, opts.webDist ?? defaultWebDist());
   return app;
 }

@@ -4,22 +4,34 @@
  * that hash, so a presented secret is found with one primary-key lookup and
  * any string works as a token (DROVER_ADMIN_TOKEN may be chosen by the user).
  * The full hash is then compared in constant time.
+ *
+ * A request is authenticated by `Authorization: Bearer` when that header is
+ * present, else by the dashboard's session cookie (web-auth.ts), whose
+ * session is checked together with its token through the same short cache.
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ForbiddenError, InvalidInputError, UnauthorizedError } from '../core/errors.js';
-import type { Role, Store, TokenRecord } from '../store/store.js';
+import type { Role, Store, TokenRecord, WebSessionRecord } from '../store/store.js';
 import { TOKEN_TOUCH_INTERVAL_MS } from '../store/tokens.js';
 import type { Logger } from './scheduler.js';
+import { isSafeMethod, isWebSecret, requireSameOrigin, SESSION_COOKIE, sessionCookieOf, webSecretHash } from './web-auth.js';
 
 export interface Principal {
   tokenId: string;
   user: string;
   role: Role;
+  /** How the request proved it: the Authorization header, or the dashboard's session cookie. */
+  via: 'bearer' | 'cookie';
+  /** Cookie only: sha256 of the session value (the web_sessions key; streams register under `web:<it>`). */
+  sessionIdHash?: string;
+  /** Cookie only: when the session ends. */
+  sessionExpiresAt?: number;
 }
 
 /**
- * Who may call a route: 'public' (no token; /healthz only), or the roles
+ * Who may call a route: 'public' (no token: /healthz, the dashboard's sign-in,
+ * pages and assets), or the roles
  * whose tokens may. Every route declares it in `config.auth`; a route without
  * it cannot be registered (see installAuth).
  */
@@ -51,8 +63,15 @@ export function newSecret(): string {
 export interface Tokens {
   create(name: string, role: Role, user: string, secret?: string): Promise<{ id: string; secret: string; record: TokenRecord }>;
   verify(secret: string): Promise<TokenRecord | null>;
-  /** Drops a token from this server's cache at once (after a revoke here). */
+  /**
+   * A dashboard session by the hash of its cookie value, with its token: null
+   * unless the session exists, has not expired, and its token is not revoked.
+   */
+  session(idHash: string): Promise<{ session: WebSessionRecord; token: TokenRecord } | null>;
+  /** Drops a token, and the sessions it signed in, from this server's cache at once (after a revoke here). */
   forget(id: string): void;
+  /** Drops one session from this server's cache at once (after a sign-out here). */
+  forgetSession(idHash: string): void;
 }
 
 /**
@@ -69,6 +88,9 @@ const TOUCHED_MAX = 10_000;
 
 export function tokenService(store: Store, now: () => number, log?: Logger): Tokens {
   const cache = new Map<string, { rec: TokenRecord; until: number }>();
+  // Sessions by id hash, each with its token as read together (both re-read
+  // after TOKEN_CACHE_MS, so a revoke or sign-out elsewhere applies within it).
+  const sessions = new Map<string, { session: WebSessionRecord; token: TokenRecord; until: number }>();
   // When this server last asked the store to set lastUsedAt, per token id: the
   // cached record's lastUsedAt does not move, so without this every cache hit
   // after the first minute would write again.
@@ -118,21 +140,61 @@ export function tokenService(store: Store, now: () => number, log?: Logger): Tok
       touch(rec, now());
       return rec;
     },
+    async session(idHash) {
+      const t = now();
+      const hit = sessions.get(idHash);
+      if (hit && hit.until > t && hit.session.expiresAt > t) {
+        touch(hit.token, t);
+        return { session: hit.session, token: hit.token };
+      }
+      sessions.delete(idHash);
+      const session = await store.getWebSession(idHash, t);
+      if (!session) return null;
+      const token = await store.getToken(session.tokenId);
+      if (!token || token.revokedAt !== null) return null;
+      if (sessions.size >= TOKEN_CACHE_MAX) sessions.clear();
+      sessions.set(idHash, { session, token, until: t + TOKEN_CACHE_MS });
+      touch(token, t);
+      return { session, token };
+    },
     forget(id) {
       for (const [hash, v] of cache) if (v.rec.id === id) cache.delete(hash);
+      for (const [hash, v] of sessions) if (v.token.id === id) sessions.delete(hash);
+    },
+    forgetSession(idHash) {
+      sessions.delete(idHash);
     },
   };
 }
 
-/** Reads `Authorization: Bearer <secret>`; throws UnauthorizedError (401) if absent or unknown. */
+/**
+ * Reads `Authorization: Bearer <secret>` if present, else the session cookie;
+ * throws UnauthorizedError (401) if neither is there or the one used is not
+ * good. A bad Authorization header is never rescued by a good cookie: the
+ * caller said who it is, and it is not that.
+ */
 export async function authenticate(req: FastifyRequest, tokens: Tokens): Promise<Principal> {
   const h = req.headers.authorization;
-  if (!h) throw new UnauthorizedError('missing Authorization header: send "Authorization: Bearer <token>"');
-  const m = /^Bearer\s+(\S+)\s*$/i.exec(h);
-  if (!m) throw new UnauthorizedError('malformed Authorization header: expected "Bearer <token>"');
-  const rec = await tokens.verify(m[1]!);
-  if (!rec) throw new UnauthorizedError('invalid or revoked token');
-  return { tokenId: rec.id, user: rec.user, role: rec.role };
+  if (h) {
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(h);
+    if (!m) throw new UnauthorizedError('malformed Authorization header: expected "Bearer <token>"');
+    const rec = await tokens.verify(m[1]!);
+    if (!rec) throw new UnauthorizedError('invalid or revoked token');
+    return { tokenId: rec.id, user: rec.user, role: rec.role, via: 'bearer' };
+  }
+  const cookie = sessionCookieOf(req);
+  if (cookie === null) throw new UnauthorizedError('missing Authorization header: send "Authorization: Bearer <token>" (or sign in to the dashboard)');
+  if (!isWebSecret(cookie)) throw new UnauthorizedError(`malformed ${SESSION_COOKIE} cookie: sign in again`);
+  const idHash = webSecretHash(cookie);
+  const found = await tokens.session(idHash);
+  if (!found) throw new UnauthorizedError('the dashboard session has ended (signed out, expired, or its token was revoked): sign in again');
+  const { token, session } = found;
+  return { tokenId: token.id, user: token.user, role: token.role, via: 'cookie', sessionIdHash: idHash, sessionExpiresAt: session.expiresAt };
+}
+
+/** After authentication: a cookie request that changes something must come from this server's own origin (web-auth.ts). */
+function checkCsrf(req: FastifyRequest, p: Principal): void {
+  if (p.via === 'cookie' && !isSafeMethod(req.method)) requireSameOrigin(req, 'a request signed in with the dashboard\'s session cookie that changes something');
 }
 
 /**
@@ -169,7 +231,8 @@ function forbiddenMessage(auth: readonly Role[], role: Role): string {
  *
  *   no route matched     → authenticate (401 without a valid token), then the 404
  *   config.auth 'public' → no token needed (and no upgrade)
- *   config.auth [roles]  → authenticate (401), then the role must be listed (403)
+ *   config.auth [roles]  → authenticate (401), then the role must be listed (403),
+ *                          then a cookie request that changes something needs its own Origin (403)
  *   an upgrade request   → only to a websocket route (after the checks above; else 400)
  *
  * Routes must declare `config.auth`: registering one without it throws, so a
@@ -191,7 +254,7 @@ export function installAuth(app: FastifyInstance, tokens: Tokens): void {
     const route = req.routeOptions;
     if (route.url === undefined) {
       // Unmatched: who asks decides between 401 and the 404 that follows.
-      req.principal = await authenticate(req, tokens);
+      checkCsrf(req, (req.principal = await authenticate(req, tokens)));
       return;
     }
     const auth = route.config.auth;
@@ -204,6 +267,7 @@ export function installAuth(app: FastifyInstance, tokens: Tokens): void {
     const p = await authenticate(req, tokens);
     req.principal = p;
     if (!auth.includes(p.role)) throw new ForbiddenError(forbiddenMessage(auth, p.role));
+    checkCsrf(req, p);
     if (isUpgrade(req) && !route.config.websocket) throw notWebSocket();
   });
 }

@@ -15,6 +15,7 @@ import { tokenService } from './auth.js';
 import { Scheduler } from './scheduler.js';
 import { sessionRegistry } from './session-registry.js';
 import { TaskBus } from './task-bus.js';
+import { mintLoginCode, type LoginCode } from './web-auth.js';
 
 export interface ServerOptions {
   /** `sqlite:PATH` or `postgres://...` */
@@ -30,6 +31,8 @@ export interface ServerOptions {
   leaseMs?: number;
   sweepMs?: number;
   clock?: Clock;
+  /** The built dashboard to serve (default the package's web/dist; env DROVER_WEB_DIST in the CLI). */
+  webDist?: string;
 }
 
 export interface RunningServer {
@@ -41,6 +44,12 @@ export interface RunningServer {
     create(name: string, role: Role, user: string): Promise<{ id: string; secret: string }>;
     verify(secret: string): Promise<{ id: string; role: string } | null>;
   };
+  /**
+   * A one-time dashboard sign-in code for this token (what POST /v1/login-codes
+   * makes): `path` is `/sign-in#code=...`, to append to `url`. Refuses (throws)
+   * an unknown, revoked or worker token.
+   */
+  createLoginCode(tokenId: string): Promise<LoginCode>;
   close(): Promise<void>;
 }
 
@@ -70,8 +79,11 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     sweepMs: opts.sweepMs ?? 1000,
     serverId: `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`,
   });
-  const sessions = sessionRegistry(store, log);
-  const app = await buildApp({ store, scheduler, bus, clock, tokens, log, sessions }, { logLevel: opts.logLevel === 'debug' ? 'info' : 'warn' });
+  const sessions = sessionRegistry(store, log, { now: () => clock.now() });
+  const app = await buildApp(
+    { store, scheduler, bus, clock, tokens, log, sessions },
+    { logLevel: opts.logLevel === 'debug' ? 'info' : 'warn', ...(opts.webDist !== undefined ? { webDist: opts.webDist } : {}) },
+  );
   await app.listen({ host: opts.host ?? '127.0.0.1', port: opts.port ?? 7070 });
   const addr = app.server.address();
   const port = typeof addr === 'object' && addr ? addr.port : (opts.port ?? 7070);
@@ -92,6 +104,12 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         const r = await tokens.verify(secret);
         return r ? { id: r.id, role: r.role } : null;
       },
+    },
+    createLoginCode: async (tokenId) => {
+      const rec = await store.getToken(tokenId);
+      if (!rec || rec.revokedAt !== null) throw new Error(`token ${tokenId} is unknown or revoked`);
+      if (rec.role === 'worker') throw new Error('worker tokens cannot sign in to the dashboard');
+      return mintLoginCode(store, tokenId, clock.now());
     },
     close: () =>
       (closing ??= (async () => {

@@ -17,6 +17,7 @@ import { mayExpireLeases } from '../core/lease.js';
 import type { ServerMessage } from '../core/protocol.js';
 import type { Attempt, Task } from '../core/task.js';
 import type { Store } from '../store/store.js';
+import { PRUNE_EVERY_MS, pruneExpired } from './retention.js';
 import type { TaskBus } from './task-bus.js';
 
 export interface SchedulerOptions {
@@ -79,6 +80,8 @@ export class Scheduler {
   leading = false;
   /** When start() ran (server clock): no lease is ended before one full lease after it (core/lease.ts). */
   private startedAt = 0;
+  /** When this server last pruned the dashboard's data (retention.ts), as the sweeper's leader. */
+  private prunedAt = -Infinity;
 
   constructor(
     private readonly store: Store,
@@ -290,7 +293,17 @@ export class Scheduler {
     }
   }
 
-  /** The fallback: expire leases, promote due retries, dispatch what may have been missed. */
+  /** Old changes, minute stats and expired web sessions (retention.ts). A failure is logged and does not stop the sweep. */
+  private async prune(now: number): Promise<void> {
+    this.prunedAt = now;
+    try {
+      await pruneExpired(this.store, now);
+    } catch (err) {
+      this.log.warn({ err }, 'pruning old dashboard data failed; the next sweep tries again');
+    }
+  }
+
+  /** The fallback: expire leases, promote due retries, dispatch what may have been missed, prune (leader). */
   async sweep(): Promise<void> {
     if (this.stopped) return;
     try {
@@ -304,6 +317,7 @@ export class Scheduler {
       this.leading = leading;
       // A server that just started gives agents one lease to reconnect before ending any.
       if (leading && mayExpireLeases(this.startedAt, now, this.opts.leaseMs)) await this.expireLeases(now);
+      if (leading && now - this.prunedAt >= PRUNE_EVERY_MS) await this.prune(now);
       await this.promote();
       this.kick();
     } catch (err) {

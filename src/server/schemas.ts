@@ -58,6 +58,7 @@ export type SubmitBody = Static<typeof SubmitBody>;
  */
 export const HEADER_RULES = {
   'idempotency-key': { name: 'Idempotency-Key', rule: '1..255 visible ASCII characters (0x21-0x7E)', minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7E]+$' },
+  'last-event-id': { name: 'Last-Event-ID', rule: 'a stream cursor: 1..200 visible ASCII characters (0x21-0x7E)', minLength: 1, maxLength: 200, pattern: '^[\\x21-\\x7E]+$' },
 } as const;
 
 export const SubmitHeaders = Type.Object({
@@ -74,13 +75,20 @@ export const SubmitHeaders = Type.Object({
 });
 export type SubmitHeaders = Static<typeof SubmitHeaders>;
 
+/**
+ * A task-id prefix for search: 1..26 Crockford base32 characters in either
+ * case (the route upper-cases it, as ids are stored).
+ */
+export const TASK_ID_PREFIX_PATTERN = '^[0-9A-HJKMNP-TV-Za-hjkmnp-tv-z]{1,26}$';
+
 export const ListQuery = Type.Object(
   {
     state: Type.Optional(Type.Union(TASK_STATES.map((s) => Type.Literal(s)))),
-    name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
-    owner: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'name prefix' })),
+    owner: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'admins only: this user\'s tasks' })),
     createdAfter: Type.Optional(Iso),
     createdBefore: Type.Optional(Iso),
+    id: Type.Optional(Type.String({ pattern: TASK_ID_PREFIX_PATTERN, description: 'id prefix: 1..26 Crockford base32 characters, any case' })),
     cursor: Type.Optional(Type.String({ pattern: TASK_ID_PATTERN })),
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500 })),
   },
@@ -96,6 +104,54 @@ export const LogsQuery = Type.Object(
   { additionalProperties: false },
 );
 export type LogsQuery = Static<typeof LogsQuery>;
+
+/** Log pages in chunks (routes/log-chunks.ts): at most LOG_CHUNKS_MAX per answer, long-poll at most LOG_WAIT_MAX_MS. */
+export const LOG_CHUNKS_MAX = 32;
+export const LOG_WAIT_MAX_MS = 25_000;
+export const LogChunksQuery = Type.Object(
+  {
+    before: Type.Optional(Type.Integer({ minimum: 1, description: 'the chunks just before this chunk id (page backwards)' })),
+    after: Type.Optional(Type.Integer({ minimum: 0, description: 'the chunks after this chunk id (tail)' })),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: LOG_CHUNKS_MAX })),
+    wait: Type.Optional(Type.Integer({ minimum: 0, maximum: LOG_WAIT_MAX_MS, description: 'with after: wait this many ms for a chunk to arrive or the task to end' })),
+  },
+  { additionalProperties: false },
+);
+export type LogChunksQuery = Static<typeof LogChunksQuery>;
+
+export const CountsQuery = Type.Object({ owner: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'admins only' })) }, { additionalProperties: false });
+export type CountsQuery = Static<typeof CountsQuery>;
+
+/** The longest window /v1/stats/minutes answers for. */
+export const MINUTES_MAX_WINDOW_MS = 24 * 3600_000;
+export const MinutesQuery = Type.Object(
+  {
+    since: Type.Optional(Iso),
+    until: Type.Optional(Iso),
+    owner: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'admins only' })),
+  },
+  { additionalProperties: false },
+);
+export type MinutesQuery = Static<typeof MinutesQuery>;
+
+/** A change-feed cursor as a client holds it; the store decides whether it is well formed. */
+export const StreamQuery = Type.Object(
+  { cursor: Type.Optional(Type.String({ minLength: 1, maxLength: HEADER_RULES['last-event-id'].maxLength, pattern: HEADER_RULES['last-event-id'].pattern })) },
+  { additionalProperties: false },
+);
+export type StreamQuery = Static<typeof StreamQuery>;
+
+export const StreamHeaders = Type.Object({
+  'last-event-id': Type.Optional(
+    Type.String({
+      minLength: HEADER_RULES['last-event-id'].minLength,
+      maxLength: HEADER_RULES['last-event-id'].maxLength,
+      pattern: HEADER_RULES['last-event-id'].pattern,
+      description: 'Resume after this cursor (EventSource sends it on reconnect); wins over ?cursor=',
+    }),
+  ),
+});
+export type StreamHeaders = Static<typeof StreamHeaders>;
 
 export const TokenCreateBody = Type.Object(
   {
@@ -134,6 +190,8 @@ export const TaskSchema = Type.Object({
   script: Nullable(Type.String()),
   interpreter: Type.Array(Type.String()),
   env: Type.Record(Type.String(), Type.String()),
+  /** True when the caller is not the task's owner: every env value is "" (the keys are shown). */
+  envRedacted: Type.Boolean(),
   timeoutMs: Type.Union([Type.Integer(), Type.Null()]),
   retry: Type.Object({ maxRetries: Type.Integer(), baseDelayMs: Type.Integer(), factor: Type.Number(), maxDelayMs: Type.Integer() }),
   priority: Type.Integer(),
@@ -169,6 +227,71 @@ export const EventSchema = Type.Object({
   actor: Type.String(),
   at: Type.String(),
   detail: Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()]),
+});
+
+const NullableInt = Type.Union([Type.Integer(), Type.Null()]);
+
+/** A row of the task list and of the stream: no command, script, args or env. */
+export const TaskSummarySchema = Type.Object({
+  id: Type.String(),
+  owner: Type.String(),
+  name: Type.String(),
+  kind: Type.String(),
+  state: Type.String(),
+  priority: Type.Integer(),
+  attempts: Type.Integer(),
+  retriesUsed: Type.Integer(),
+  workerId: Nullable(Type.String()),
+  createdAt: Type.String(),
+  updatedAt: Type.String(),
+  startedAt: Nullable(Type.String()),
+  endedAt: Nullable(Type.String()),
+  durationMs: NullableInt,
+  exitCode: NullableInt,
+  signal: Nullable(Type.String()),
+  error: Nullable(Type.String()),
+  runAfter: Nullable(Type.String()),
+});
+
+export const RunningAttemptSchema = Type.Object({
+  attemptId: Type.Integer(),
+  taskId: Type.String(),
+  taskName: Type.String(),
+  startedAt: Type.String(),
+});
+
+export const WorkerSchema = Type.Object({
+  id: Type.String(),
+  hostname: Type.String(),
+  labels: Type.Record(Type.String(), Type.String()),
+  slots: Type.Integer(),
+  slotsUsed: Type.Integer(),
+  state: Type.Union([Type.Literal('connected'), Type.Literal('draining'), Type.Literal('disconnected'), Type.Literal('lost')]),
+  connectedAt: Type.String(),
+  lastSeenAt: Type.String(),
+  drainingAt: Nullable(Type.String()),
+  runningAttempts: Type.Array(RunningAttemptSchema),
+});
+
+export const LogChunkSchema = Type.Object({
+  id: Type.Integer(),
+  attempt: Type.Integer(),
+  stream: Type.String(),
+  at: Type.String(),
+  data: Type.String({ description: 'base64' }),
+});
+
+export const CountsSchema = Type.Object(Object.fromEntries(TASK_STATES.map((s) => [s, Type.Integer()])) as Record<(typeof TASK_STATES)[number], ReturnType<typeof Type.Integer>>);
+
+export const MinuteSchema = Type.Object({
+  minute: Type.String(),
+  started: Type.Integer(),
+  succeeded: Type.Integer(),
+  failed: Type.Integer(),
+  cancelled: Type.Integer(),
+  latencyCount: Type.Integer(),
+  latencyAvgMs: NullableInt,
+  latencyMaxMs: NullableInt,
 });
 
 export const TokenSchema = Type.Object({

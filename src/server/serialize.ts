@@ -1,10 +1,18 @@
 /** Internal models (epoch ms) → API JSON (ISO-8601 times), per docs/api.md. */
-import type { Attempt, Task, TaskEvent } from '../core/task.js';
-import type { TokenRecord } from '../store/store.js';
+import type { Attempt, LogChunk, Task, TaskEvent } from '../core/task.js';
+import type { MinuteStat, TaskSummary, TokenRecord } from '../store/store.js';
+import { isoTime } from './iso-time.js';
 
-const iso = (t: number | null): string | null => (t === null ? null : new Date(t).toISOString());
+const iso = (t: number | null): string | null => (t === null ? null : isoTime(t));
 
-export function taskJson(t: Task) {
+/**
+ * A task as `viewer` may see it: env values go only to the task's owner.
+ * Anyone else (an admin) gets the keys with "" for every value and
+ * `envRedacted: true`, so a secret passed in env is not shown to whoever can
+ * list all tasks.
+ */
+export function taskJson(t: Task, viewer: string) {
+  const envRedacted = viewer !== t.owner;
   return {
     id: t.id,
     owner: t.owner,
@@ -15,7 +23,8 @@ export function taskJson(t: Task) {
     args: t.args,
     script: t.script,
     interpreter: t.interpreter,
-    env: t.env,
+    env: envRedacted ? Object.fromEntries(Object.keys(t.env).map((k) => [k, ''])) : t.env,
+    envRedacted,
     timeoutMs: t.timeoutMs,
     retry: t.retry,
     priority: t.priority,
@@ -53,4 +62,48 @@ export function eventJson(e: TaskEvent) {
 
 export function tokenJson(t: TokenRecord) {
   return { id: t.id, name: t.name, user: t.user, role: t.role, createdAt: iso(t.createdAt)!, revokedAt: iso(t.revokedAt), lastUsedAt: iso(t.lastUsedAt) };
+}
+
+export type TaskSummaryJson = ReturnType<typeof taskSummaryJson>;
+
+export function taskSummaryJson(t: TaskSummary) {
+  return {
+    id: t.id,
+    owner: t.owner,
+    name: t.name,
+    kind: t.kind,
+    state: t.state,
+    priority: t.priority,
+    attempts: t.attempts,
+    retriesUsed: t.retriesUsed,
+    workerId: t.workerId,
+    createdAt: iso(t.createdAt)!,
+    updatedAt: iso(t.updatedAt)!,
+    startedAt: iso(t.startedAt),
+    endedAt: iso(t.endedAt),
+    durationMs: t.durationMs,
+    exitCode: t.exitCode,
+    signal: t.signal,
+    error: t.error,
+    runAfter: iso(t.runAfter),
+  };
+}
+
+export function logChunkJson(c: LogChunk) {
+  return { id: c.id, attempt: c.attempt, stream: c.stream, at: iso(c.at)!, data: c.data.toString('base64') };
+}
+
+/** latencyAvgMs/latencyMaxMs are null for a minute in which no first attempt started. */
+export function minuteJson(m: MinuteStat) {
+  const n = m.latencyCount;
+  return {
+    minute: iso(m.minute)!,
+    started: m.started,
+    succeeded: m.succeeded,
+    failed: m.failed,
+    cancelled: m.cancelled,
+    latencyCount: n,
+    latencyAvgMs: n > 0 ? Math.round(m.latencySumMs / n) : null,
+    latencyMaxMs: n > 0 ? m.latencyMaxMs : null,
+  };
 }

@@ -1,30 +1,55 @@
 /**
- * Long-lived connections by the token that opened them, so revoking a token
- * ends them: worker WebSocket sessions (worker-session.ts) and followed log
- * streams (routes/tasks.ts).
+ * Long-lived connections by the credential that opened them, so revoking a
+ * token or signing out ends them: worker WebSocket sessions
+ * (worker-session.ts), followed log streams (routes/tasks.ts) and the
+ * dashboard's streams.
+ *
+ * Keys: a token id, or `web:<sessionIdHash>` for a dashboard session
+ * (webSessionKey). A connection made with the session cookie registers under
+ * both (registerPrincipal), so either ending closes it.
  *
  * Contract:
- * - `register(tokenId, close)` → an unregister function. The owner calls it
+ * - `register(key, close)` → an unregister function. The owner calls it
  *   when the connection ends by itself (calling it twice is harmless).
- * - `closeToken(id, reason)` calls `close(reason)` of every connection of that
- *   token at once and forgets them (the revoke route, after the store write).
+ * - `closeToken(key, reason)` calls `close(reason)` of every connection
+ *   under that key at once and forgets them (the revoke route after the store
+ *   write; sign-out with the session's key).
  * - A token revoked elsewhere (another server of the same PostgreSQL, or any
- *   direct store write) is found by a re-check of every registered token id
- *   in the store every CHECK_MS: its connections close within CHECK_MS plus
- *   one store read, i.e. within a second.
- * - `close(reason)` is called at most once per registration and must not
- *   throw (a throw is logged, and the others still close).
+ *   direct store write), or a session ended or expired elsewhere, is found by
+ *   a re-check of every registered key in the store every CHECK_MS: its
+ *   connections close within CHECK_MS plus one store read, i.e. within a second.
+ * - `close(reason)` is called at most once per connection, whichever of its
+ *   keys closed it, and must not throw (a throw is logged, and the others
+ *   still close).
  */
 import type { TokenStore } from '../store/tokens.js';
+import type { WebSessionStore } from '../store/web-sessions.js';
 import type { Logger } from './scheduler.js';
 
 /** Ends one connection; `reason` is for its peer and the log (e.g. a WebSocket close reason). */
 export type CloseSession = (reason: string) => void;
 
+/** The registry key of a dashboard session. */
+export function webSessionKey(sessionIdHash: string): string {
+  return `web:${sessionIdHash}`;
+}
+
+/** Who opened a connection: a Principal (auth.ts) has these fields. */
+export interface ConnectionOwner {
+  tokenId: string;
+  sessionIdHash?: string | undefined;
+}
+
 export interface SessionRegistry {
-  register(tokenId: string, close: CloseSession): () => void;
-  /** Closes every connection opened with this token; returns how many. */
-  closeToken(tokenId: string, reason?: string): number;
+  register(key: string, close: CloseSession): () => void;
+  /**
+   * Registers a connection under its token id and, when it was opened with the
+   * session cookie, under its session's key too: revoke and sign-out both end
+   * it, `close` runs once. The returned function unregisters both.
+   */
+  registerPrincipal(owner: ConnectionOwner, close: CloseSession): () => void;
+  /** Closes every connection registered under this key (a token id, or webSessionKey); returns how many. */
+  closeToken(key: string, reason?: string): number;
   /** Connections registered now (all tokens). */
   readonly size: number;
   /** Stops the periodic re-check (server shutdown). Connections are not closed here. */
@@ -32,52 +57,67 @@ export interface SessionRegistry {
 }
 
 /**
- * How often registered token ids are re-read from the store. Half a second,
+ * How often registered keys are re-read from the store. Half a second,
  * not one: the "closed within a second of a revoke" bound must also cover the
  * store read and the close itself.
  */
 export const SESSION_CHECK_MS = 500;
 
 export const REVOKED_REASON = 'token revoked';
+export const SIGNED_OUT_REASON = 'signed out';
 
-export function sessionRegistry(store: Pick<TokenStore, 'getToken'>, log: Logger, opts: { checkMs?: number } = {}): SessionRegistry {
+const WEB_PREFIX = 'web:';
+
+export function sessionRegistry(
+  store: Pick<TokenStore, 'getToken'> & Pick<WebSessionStore, 'getWebSession'>,
+  log: Logger,
+  opts: { checkMs?: number; now?: () => number } = {},
+): SessionRegistry {
   const checkMs = opts.checkMs ?? SESSION_CHECK_MS;
+  const now = opts.now ?? Date.now;
   const byToken = new Map<string, Set<{ close: CloseSession }>>();
   let timer: NodeJS.Timeout | null = null;
   let checking = false;
   let stopped = false;
 
-  const closeToken = (tokenId: string, reason = REVOKED_REASON): number => {
-    const set = byToken.get(tokenId);
+  const closeToken = (key: string, reason = REVOKED_REASON): number => {
+    const set = byToken.get(key);
     if (!set) return 0;
-    byToken.delete(tokenId);
+    byToken.delete(key);
     for (const entry of set) {
       try {
         entry.close(reason);
       } catch (err) {
-        log.warn({ err, tokenId }, 'closing a session of a revoked token failed');
+        log.warn({ err, key }, 'closing a connection of a revoked token or ended session failed');
       }
     }
     syncTimer();
     return set.size;
   };
 
-  /** One pass: every registered token that is gone or revoked in the store is closed. */
+  /** Whether the credential behind a key still holds: a token not revoked, a dashboard session not ended or expired. */
+  const stillGood = async (key: string): Promise<boolean> => {
+    if (key.startsWith(WEB_PREFIX)) return (await store.getWebSession(key.slice(WEB_PREFIX.length), now())) !== null;
+    const rec = await store.getToken(key);
+    return rec !== null && rec.revokedAt === null;
+  };
+
+  /** One pass: every registered key whose token or session is gone in the store is closed. */
   const check = async () => {
     if (checking) return; // a slow store: the next tick starts when this pass ended
     checking = true;
     try {
       await Promise.all(
-        [...byToken.keys()].map(async (id) => {
+        [...byToken.keys()].map(async (key) => {
           try {
-            const rec = await store.getToken(id);
-            if (!rec || rec.revokedAt !== null) {
-              const n = closeToken(id);
-              if (n) log.info({ tokenId: id, sessions: n }, 'token revoked elsewhere: closed its sessions');
+            if (!(await stillGood(key))) {
+              const web = key.startsWith(WEB_PREFIX);
+              const n = closeToken(key, web ? SIGNED_OUT_REASON : REVOKED_REASON);
+              if (n) log.info({ key, sessions: n }, web ? 'dashboard session ended elsewhere: closed its connections' : 'token revoked elsewhere: closed its sessions');
             }
           } catch (err) {
             // The store is unreachable: keep the sessions (their own requests fail anyway) and try again next tick.
-            log.warn({ err, tokenId: id }, 'could not re-check a token of an open session');
+            log.warn({ err, key }, 'could not re-check the credential of an open session');
           }
         }),
       );
@@ -97,19 +137,37 @@ export function sessionRegistry(store: Pick<TokenStore, 'getToken'>, log: Logger
     }
   }
 
-  return {
-    register(tokenId, close) {
-      let set = byToken.get(tokenId);
-      if (!set) byToken.set(tokenId, (set = new Set()));
-      const entry = { close };
-      set.add(entry);
+  const register = (key: string, close: CloseSession): (() => void) => {
+    let set = byToken.get(key);
+    if (!set) byToken.set(key, (set = new Set()));
+    const entry = { close };
+    set.add(entry);
+    syncTimer();
+    return () => {
+      const s = byToken.get(key);
+      if (!s?.delete(entry)) return;
+      if (!s.size) byToken.delete(key);
       syncTimer();
-      return () => {
-        const s = byToken.get(tokenId);
-        if (!s?.delete(entry)) return;
-        if (!s.size) byToken.delete(tokenId);
-        syncTimer();
+    };
+  };
+
+  return {
+    register,
+    registerPrincipal(owner, close) {
+      if (owner.sessionIdHash === undefined) return register(owner.tokenId, close);
+      let closed = false;
+      const unregisters: Array<() => void> = [];
+      const unregisterAll = () => {
+        for (const u of unregisters) u();
       };
+      const once: CloseSession = (reason) => {
+        if (closed) return;
+        closed = true;
+        unregisterAll(); // the other key must not keep (or close again) what is closed
+        close(reason);
+      };
+      unregisters.push(register(owner.tokenId, once), register(webSessionKey(owner.sessionIdHash), once));
+      return unregisterAll;
     },
     closeToken,
     get size() {

@@ -234,7 +234,7 @@ export class WorkerSession implements WorkerLink {
       return;
     }
     const now = this.clock.now();
-    const rec: Omit<WorkerRecord, 'state'> = { id: msg.workerId, hostname: msg.hostname, slots: msg.slots, labels: msg.labels, connectedAt: now, lastSeenAt: now };
+    const rec: Omit<WorkerRecord, 'state' | 'drainingAt'> = { id: msg.workerId, hostname: msg.hostname, slots: msg.slots, labels: msg.labels, connectedAt: now, lastSeenAt: now };
     if (!(await this.store.registerWorker(rec, this.principal.tokenId))) {
       this.log.warn({ workerId: msg.workerId, tokenId: this.principal.tokenId, remote: this.remote }, 'refused hello: the worker id is bound to another token');
       this.close(`worker id ${msg.workerId} is registered to another worker token`, CLOSE_REFUSED);

@@ -17,4 +17,10 @@ export interface LogStore {
   appendLogs(attemptId: number, fencingToken: string, workerId: string, chunks: NewLogChunk[], now: number): Promise<boolean>;
   /** Chunks of the task with id > afterId in order, at most `limit`. */
   readLogs(taskId: string, afterId: number, limit: number, attempt?: number): Promise<LogChunk[]>;
+  /**
+   * The last `limit` chunks of the task with id < beforeId (null: the end of
+   * the log), returned in ascending id order: a viewer opens a large log at
+   * its end and pages backwards without reading the rest.
+   */
+  readLogsBefore(taskId: string, beforeId: number | null, limit: number): Promise<LogChunk[]>;
 }

@@ -6,8 +6,10 @@
  * model fields camelCase; JSON columns are parsed here and nowhere else.
  */
 import type { Attempt, AttemptState, LogChunk, Task, TaskEvent, TaskResult, TaskSpec } from '../core/task.js';
-import type { TaskState, TransitionReason } from '../core/task-state.js';
+import { TASK_STATES, type TaskState, type TransitionReason } from '../core/task-state.js';
 import type { Role, TokenRecord } from './tokens.js';
+import type { MinuteStat, RunningAttemptView, TaskSummary } from './task-views.js';
+import type { WebSessionRecord } from './web-sessions.js';
 import type { WorkerRecord } from './workers.js';
 
 export interface TaskRow {
@@ -99,6 +101,56 @@ export interface WorkerRow {
   last_seen_at: number;
   state: string;
   token_id: string | null;
+  draining_at: number | null;
+}
+
+/** A row of task-list.ts summaryColumns. */
+export interface TaskSummaryRow {
+  id: string;
+  owner: string;
+  name: string;
+  kind: string;
+  state: string;
+  priority: number;
+  attempts: number;
+  retries_used: number;
+  run_after: number | null;
+  created_at: number;
+  updated_at: number;
+  worker_id: string | null;
+  started_at: number | null;
+  ended_at: number | null;
+  duration_ms: number | null;
+  exit_code: number | null;
+  signal: string | null;
+  error: string | null;
+}
+
+export interface RunningAttemptRow {
+  attempt_id: number;
+  task_id: string;
+  task_name: string;
+  owner: string;
+  worker_id: string;
+  started_at: number;
+}
+
+export interface MinuteStatRow {
+  minute: number;
+  started: number;
+  succeeded: number;
+  failed: number;
+  cancelled: number;
+  latency_count: number;
+  latency_sum_ms: number;
+  latency_max_ms: number;
+}
+
+export interface WebSessionRow {
+  id_hash: string;
+  token_id: string;
+  created_at: number;
+  expires_at: number;
 }
 
 /** Named parameters for INSERT INTO tasks; the columns a spec determines. */
@@ -213,5 +265,63 @@ export function workerFromRow(r: WorkerRow): WorkerRecord {
     connectedAt: r.connected_at,
     lastSeenAt: r.last_seen_at,
     state: r.state as WorkerRecord['state'],
+    drainingAt: r.draining_at,
   };
+}
+
+export function taskSummaryFromRow(r: TaskSummaryRow): TaskSummary {
+  return {
+    id: r.id,
+    owner: r.owner,
+    name: r.name,
+    kind: r.kind,
+    state: r.state as TaskState,
+    priority: r.priority,
+    attempts: r.attempts,
+    retriesUsed: r.retries_used,
+    workerId: r.worker_id,
+    startedAt: r.started_at,
+    endedAt: r.ended_at,
+    durationMs: r.duration_ms,
+    exitCode: r.exit_code,
+    signal: r.signal,
+    error: r.error,
+    runAfter: r.run_after,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+  };
+}
+
+export function runningAttemptFromRow(r: RunningAttemptRow): RunningAttemptView {
+  return { attemptId: r.attempt_id, taskId: r.task_id, taskName: r.task_name, owner: r.owner, workerId: r.worker_id, startedAt: r.started_at };
+}
+
+export function minuteStatFromRow(r: MinuteStatRow): MinuteStat {
+  return {
+    minute: r.minute,
+    started: r.started,
+    succeeded: r.succeeded,
+    failed: r.failed,
+    cancelled: r.cancelled,
+    latencyCount: r.latency_count,
+    latencySumMs: r.latency_sum_ms,
+    latencyMaxMs: r.latency_max_ms,
+  };
+}
+
+/** Counter sums by state to every state's count (0 where no counter has any). */
+export function countsOf(rows: Array<{ state: string; n: number }>): Record<TaskState, number> {
+  const out = Object.fromEntries(TASK_STATES.map((s) => [s, 0])) as Record<TaskState, number>;
+  for (const r of rows) if (r.state in out) out[r.state as TaskState] = Number(r.n);
+  return out;
+}
+
+/**
+ * The start of the minute holding `ms` (epoch ms): minuteStats reads from the
+ * minute holding `since`, so that minute's activity is not left out.
+ */
+export const minuteFloor = (ms: number): number => ms - (((ms % 60_000) + 60_000) % 60_000);
+
+export function webSessionFromRow(r: WebSessionRow): WebSessionRecord {
+  return { idHash: r.id_hash, tokenId: r.token_id, createdAt: r.created_at, expiresAt: r.expires_at };
 }

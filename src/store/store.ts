@@ -6,6 +6,9 @@
  * State changes follow core/task-state.ts and write one event row each.
  */
 import type { AttemptStore } from './attempts.js';
+import type { FeedStore } from './feed.js';
+import type { TaskViewStore } from './task-views.js';
+import type { WebSessionStore } from './web-sessions.js';
 import type { LeadershipStore } from './leadership.js';
 import type { LogStore } from './logs.js';
 import type { StoreSignal } from './signals.js';
@@ -19,6 +22,9 @@ export type { StoreSignal } from './signals.js';
 export type { CancelResult, CreateResult, Idempotency, TaskFilter, TaskPage } from './tasks.js';
 export type { Role, TokenRecord } from './tokens.js';
 export type { WorkerRecord } from './workers.js';
+export type { Change, ChangePage, ChangeTopic, FeedStore } from './feed.js';
+export type { MinuteStat, RunningAttemptView, TaskSummary, TaskSummaryPage, TaskViewStore } from './task-views.js';
+export type { WebSessionRecord, WebSessionStore } from './web-sessions.js';
 export type { AttemptOutcome } from '../core/task.js';
 
 export interface StoreCapabilities {
@@ -39,12 +45,13 @@ export interface StoreCapabilities {
 
 /**
  * The whole store: one interface per concern (tokens.ts, tasks.ts,
- * attempts.ts, logs.ts, workers.ts, leadership.ts), each implemented once per
+ * attempts.ts, logs.ts, workers.ts, leadership.ts, feed.ts, task-views.ts,
+ * web-sessions.ts), each implemented once per
  * backend in its own file (sqlite/, postgres/), plus the lifecycle here.
  * Later features (schedules, DAG runs, services, artifacts) add their own
  * interface and files.
  */
-export interface Store extends TokenStore, TaskStore, AttemptStore, LogStore, WorkerStore, LeadershipStore {
+export interface Store extends TokenStore, TaskStore, AttemptStore, LogStore, WorkerStore, LeadershipStore, FeedStore, TaskViewStore, WebSessionStore {
   readonly capabilities: StoreCapabilities;
 
   /**

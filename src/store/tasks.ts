@@ -6,10 +6,16 @@ export interface TaskFilter {
   state?: TaskState;
   namePrefix?: string;
   owner?: string;
-  /** Inclusive: createdAt >= createdAfter. */
+  /**
+   * Inclusive: createdAt >= createdAfter. Task ids are ULIDs of their
+   * createdAt (core/ids.ts newTaskId), so the stores turn a time range into an
+   * id range too and every filter is an index range in id order.
+   */
   createdAfter?: number;
   /** Exclusive: createdAt < createdBefore (half-open, so adjacent ranges do not overlap). */
   createdBefore?: number;
+  /** Ids starting with this (upper-case Crockford base32, 1..26 characters): search by id. */
+  idPrefix?: string;
   /** Keyset cursor: return tasks with id < cursor (newest first). */
   cursor?: string;
   limit: number;

@@ -7,6 +7,8 @@ export interface WorkerRecord {
   connectedAt: number;
   lastSeenAt: number;
   state: 'connected' | 'disconnected';
+  /** When an admin asked it to drain (null: not draining). Cleared when the worker registers again. */
+  drainingAt: number | null;
 }
 
 export interface WorkerStore {
@@ -17,11 +19,14 @@ export interface WorkerStore {
    * that was revoked since. False (nothing changed) when another live token
    * holds the id.
    */
-  registerWorker(w: Omit<WorkerRecord, 'state'>, tokenId: string): Promise<boolean>;
+  registerWorker(w: Omit<WorkerRecord, 'state' | 'drainingAt'>, tokenId: string): Promise<boolean>;
   /** lastSeenAt = now (heartbeats). */
   touchWorker(id: string, now: number): Promise<void>;
   markWorkerDisconnected(id: string, now: number): Promise<void>;
-  /** Signals `drain` for a known worker (to whichever server holds it); false if no such worker. */
-  requestDrain(workerId: string, reason: string): Promise<boolean>;
+  /**
+   * Records drainingAt = now and signals `drain` for a known worker (to
+   * whichever server holds it), in one statement; false if no such worker.
+   */
+  requestDrain(workerId: string, reason: string, now: number): Promise<boolean>;
   listWorkers(): Promise<WorkerRecord[]>;
 }

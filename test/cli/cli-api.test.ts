@@ -8,7 +8,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, afterEach, before, describe, it } from 'node:test';
-import { apiError, makeTask, runCli, sendJson, startFakeApi, TASK_ID, type FakeApi, type Handler } from './fake-api.js';
+import { apiError, makeSummary, makeTask, runCli, sendJson, startFakeApi, TASK_ID, type FakeApi, type Handler } from './fake-api.js';
 
 describe('CLI against a fake API', () => {
   let cwd: string;
@@ -84,7 +84,7 @@ describe('CLI against a fake API', () => {
   it('ls, show and token ls print an escape sequence in task data as visible text', async () => {
     const evil = 'x\x1b[2J\x1b]0;pwned\x07\u009b31m';
     await serve((req, res) => {
-      if (req.path === '/v1/tasks') return sendJson(res, 200, { tasks: [makeTask({ name: evil })], nextCursor: null });
+      if (req.path === '/v1/tasks') return sendJson(res, 200, { tasks: [makeSummary({ name: evil, workerId: evil })], nextCursor: null });
       if (req.path === '/v1/tokens') return sendJson(res, 200, { tokens: [{ id: 'abcdef0123456789', name: evil, user: 'u\x1b[1m', role: 'user', createdAt: '2026-01-01T00:00:00Z', revokedAt: null, lastUsedAt: '2026-01-01T00:01:00Z' }] });
       sendJson(res, 200, { task: makeTask({ name: evil, labels: { k: evil } }), attempts: [], events: [] });
     });
@@ -173,19 +173,29 @@ describe('CLI against a fake API', () => {
       const start = cursor ? ids.indexOf(cursor) + 1 : 0;
       const page = ids.slice(start, start + 2);
       const next = start + 2 < ids.length ? page[page.length - 1]! : null;
-      sendJson(res, 200, { tasks: page.map((id) => makeTask({ id, state: 'failed', attempts: 2, result: { outcome: 'failed', attempt: 2, exitCode: 3, signal: null, error: null, durationMs: 5 } })), nextCursor: next });
+      const ended = new Date().toISOString();
+      sendJson(res, 200, { tasks: page.map((id) => makeSummary({ id, state: 'failed', attempts: 2, workerId: 'w1', startedAt: ended, endedAt: ended, exitCode: 3, durationMs: 5 })), nextCursor: next });
     });
     const one = await runCli(['ls', '--limit', '2', '--state', 'failed'], { env: env(), cwd });
     assert.equal(one.code, 0, one.stderr);
     const lines = one.stdout.trimEnd().split('\n');
-    assert.match(lines[0]!, /^ID\s+NAME\s+STATE\s+ATTEMPTS\s+EXIT\s+AGE$/);
-    assert.match(lines[1]!, /^01JF0000000000000000000003\s+sh\s+failed\s+2\s+3\s+\d+s$/);
+    assert.match(lines[0]!, /^ID\s+NAME\s+STATE\s+ATTEMPTS\s+WORKER\s+EXIT\s+DURATION\s+AGE$/);
+    assert.match(lines[1]!, /^01JF0000000000000000000003\s+sh\s+failed\s+2\s+w1\s+3\s+5ms\s+\d+s$/);
     assert.equal(lines.length, 3);
     assert.equal(api!.requests[0]!.query.get('state'), 'failed');
     assert.equal(api!.requests[0]!.query.get('limit'), '2');
 
     const all = await runCli(['ls', '--limit', '2', '--all', '--json'], { env: env(), cwd });
     assert.deepEqual(JSON.parse(all.stdout).tasks.map((t: { id: string }) => t.id), ids);
+
+    const byId = await runCli(['ls', '--id', '01jf'], { env: env(), cwd });
+    assert.equal(byId.code, 0, byId.stderr);
+    assert.equal(api!.requests[api!.requests.length - 1]!.query.get('id'), '01JF', 'the prefix is sent upper-cased');
+    const n = api!.requests.length;
+    const bad = await runCli(['ls', '--id', '01IL'], { env: env(), cwd });
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /^drover: invalid --id "01IL"/);
+    assert.equal(api!.requests.length, n, 'nothing sent for a bad prefix');
   });
 
   it('show prints fields, attempts and events', async () => {
@@ -296,12 +306,15 @@ describe('CLI against a fake API', () => {
   it('token revoke and workers', async () => {
     await serve((req, res) => {
       if (req.method === 'DELETE') return sendJson(res, 200, { token: { id: 'abcdef0123456789', name: 'ci', user: 'ci', role: 'user', createdAt: '2026-01-01T00:00:00Z', revokedAt: '2026-01-02T00:00:00Z', lastUsedAt: null } });
-      sendJson(res, 200, { workers: [{ id: 'w1', hostname: 'box', slots: 4, labels: { gpu: '1' }, state: 'connected', connectedAt: new Date().toISOString(), lastSeenAt: new Date().toISOString(), running: 2 }] });
+      const now = new Date().toISOString();
+      const attempt = (n: number) => ({ attemptId: n, taskId: TASK_ID, taskName: `t${n}`, startedAt: now });
+      sendJson(res, 200, { workers: [{ id: 'w1', hostname: 'box', slots: 4, slotsUsed: 3, labels: { gpu: '1' }, state: 'lost', connectedAt: now, lastSeenAt: now, drainingAt: null, runningAttempts: [attempt(1), attempt(2)] }] });
     });
     const rv = await runCli(['token', 'revoke', 'abcdef0123456789'], { env: env(), cwd });
     assert.equal(rv.stdout, 'revoked abcdef0123456789 (ci)\n');
     assert.equal(api!.requests[0]!.path, '/v1/tokens/abcdef0123456789');
     const w = await runCli(['workers'], { env: env(), cwd });
-    assert.match(w.stdout, /^w1\s+box\s+connected\s+4\s+2\s+gpu=1\s/m);
+    // Slots used/total counts everyone's attempts; RUNNING the ones this caller may see.
+    assert.match(w.stdout, /^w1\s+box\s+lost\s+3\/4\s+2\s+gpu=1\s/m);
   });
 });

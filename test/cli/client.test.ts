@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import { afterEach, describe, it } from 'node:test';
 import { DroverClient } from '../../src/client/client.js';
 import { ApiError, ConnectionError } from '../../src/client/errors.js';
-import { apiError, closedPort, makeTask, sendJson, startFakeApi, TASK_ID, type FakeApi, type Handler } from './fake-api.js';
+import { SseParser } from '../../src/client/sse-parser.js';
+import { apiError, closedPort, makeSummary, makeTask, sendJson, startFakeApi, TASK_ID, type FakeApi, type Handler } from './fake-api.js';
 
 describe('DroverClient', () => {
   let api: FakeApi | null = null;
@@ -18,7 +19,7 @@ describe('DroverClient', () => {
     await serve((req, res) => {
       const key = `${req.method} ${req.path}`;
       if (key === 'POST /v1/tasks') return sendJson(res, 201, { task: makeTask() });
-      if (key === 'GET /v1/tasks') return sendJson(res, 200, { tasks: [makeTask()], nextCursor: null });
+      if (key === 'GET /v1/tasks') return sendJson(res, 200, { tasks: [makeSummary()], nextCursor: null });
       if (key === `GET /v1/tasks/${TASK_ID}`) return sendJson(res, 200, { task: makeTask(), attempts: [], events: [] });
       if (key.endsWith('/cancel')) return sendJson(res, 200, { task: makeTask({ state: 'cancelled' }) });
       if (key.endsWith('/retry')) return sendJson(res, 200, { task: makeTask({ state: 'waiting' }) });
@@ -157,13 +158,62 @@ describe('DroverClient', () => {
   it('allTasks follows nextCursor', async () => {
     await serve((req, res) => {
       const cursor = req.query.get('cursor');
-      if (!cursor) return sendJson(res, 200, { tasks: [makeTask({ id: 'B' })], nextCursor: 'B' });
-      sendJson(res, 200, { tasks: [makeTask({ id: 'A' })], nextCursor: null });
+      if (!cursor) return sendJson(res, 200, { tasks: [makeSummary({ id: 'B' })], nextCursor: 'B' });
+      sendJson(res, 200, { tasks: [makeSummary({ id: 'A' })], nextCursor: null });
     });
     const c = new DroverClient({ url: api!.url, token: 't' });
     const ids: string[] = [];
     for await (const t of c.allTasks({ name: 'x' })) ids.push(t.id);
     assert.deepEqual(ids, ['B', 'A']);
     assert.equal(api!.requests[1]!.query.toString(), 'name=x&cursor=B');
+  });
+
+  it('counts, minutes and logChunks send their queries; stream() parses events and tracks the resume id', async () => {
+    const summary = makeSummary();
+    await serve((req, res) => {
+      if (req.path === '/v1/stats/counts') return sendJson(res, 200, { counts: { ready: 0, waiting: 1, running: 0, retrying: 0, succeeded: 2, failed: 0, cancelled: 0 }, total: 3 });
+      if (req.path === '/v1/stats/minutes') return sendJson(res, 200, { minutes: [] });
+      if (req.path.endsWith('/log-chunks')) return sendJson(res, 200, { chunks: [{ id: 4, attempt: 1, stream: 'stdout', at: 't', data: Buffer.from('hi').toString('base64') }], atStart: true, running: false });
+      if (req.path === '/v1/stream') {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        // Split mid-line, CRLF, a comment, and a keepalive id with no event.
+        res.write('retry: 1000\r\n\r\nevent: hello\r\nid: 7\r\ndata: {"cursor":"7","serverTime":"t"}\r\n\r\n: ping\n\nevent: chan');
+        res.end(`ges\nid: 9\ndata: ${JSON.stringify({ cursor: '9', tasks: [summary], workers: [] })}\n\n: ping\nid: 12\n\n`);
+        return;
+      }
+      apiError(res, 404, 'not_found', req.path);
+    });
+    const c = new DroverClient({ url: api!.url, token: 't' });
+    assert.equal((await c.counts('bob')).total, 3);
+    assert.deepEqual(await c.minutes({ since: '2026-01-01T00:00:00Z' }), []);
+    const page = await c.logChunks(TASK_ID, { after: 3, wait: 100, limit: 2 });
+    assert.equal(Buffer.from(page.chunks[0]!.data, 'base64').toString(), 'hi');
+    const s = await c.stream({ cursor: '5' });
+    const events = [];
+    for await (const ev of s) events.push(ev);
+    assert.deepEqual(events.map((e) => [e.type, e.id]), [['hello', '7'], ['changes', '9']]);
+    assert.deepEqual(events[1]!.type === 'changes' && events[1]!.tasks, [summary]);
+    assert.equal(s.lastEventId, '12', 'a keepalive id moves the resume position');
+    const q = api!.requests.map((r) => `${r.path}?${r.query.toString()}`);
+    assert.deepEqual(q.slice(0, 3), ['/v1/stats/counts?owner=bob', '/v1/stats/minutes?since=2026-01-01T00%3A00%3A00Z', `/v1/tasks/${TASK_ID}/log-chunks?after=3&wait=100&limit=2`]);
+    assert.equal(api!.requests[3]!.headers['last-event-id'], '5');
+  });
+});
+
+describe('SseParser', () => {
+  it('parses any chunking, CR/LF/CRLF line ends, multi-line data, comments and id-only blocks', () => {
+    const text = 'event: a\rdata: 1\rdata: 2\r\r: c\n\nid: x\n\ndata:3\r\nid\r\n\r\n';
+    const whole = new SseParser();
+    const all = whole.push(text);
+    assert.deepEqual(all, [{ event: 'a', data: '1\n2', id: null }, { event: 'message', data: '3', id: '' }]);
+    for (let cut = 0; cut <= text.length; cut++) {
+      const p = new SseParser();
+      const got = [...p.push(text.slice(0, cut)), ...p.push(text.slice(cut))];
+      assert.deepEqual(got, all, `cut at ${cut}`);
+      assert.equal(p.lastEventId, '');
+    }
+    const q = new SseParser();
+    q.push('id: 5\n\n');
+    assert.equal(q.lastEventId, '5');
   });
 });

@@ -85,6 +85,7 @@ export function makeTask(over: Record<string, unknown> = {}) {
     script: null,
     interpreter: [],
     env: {},
+    envRedacted: false,
     timeoutMs: null,
     retry: { maxRetries: 3, baseDelayMs: 1000, factor: 2, maxDelayMs: 3_600_000 },
     priority: 0,
@@ -97,6 +98,31 @@ export function makeTask(over: Record<string, unknown> = {}) {
     createdAt: new Date(Date.now() - 5000).toISOString(),
     updatedAt: new Date().toISOString(),
     result: null,
+    ...over,
+  };
+}
+
+/** A row of GET /v1/tasks (a summary: no command, script or env), with overrides. */
+export function makeSummary(over: Record<string, unknown> = {}) {
+  return {
+    id: TASK_ID,
+    owner: 'admin',
+    name: 'sh',
+    kind: 'batch',
+    state: 'waiting',
+    priority: 0,
+    attempts: 0,
+    retriesUsed: 0,
+    workerId: null,
+    createdAt: new Date(Date.now() - 5000).toISOString(),
+    updatedAt: new Date().toISOString(),
+    startedAt: null,
+    endedAt: null,
+    durationMs: null,
+    exitCode: null,
+    signal: null,
+    error: null,
+    runAfter: null,
     ...over,
   };
 }

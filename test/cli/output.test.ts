@@ -9,7 +9,7 @@ import { formatTaskDetail, formatTaskTable } from '../../src/cli/commands/tasks.
 import { formatWorkerTable } from '../../src/cli/commands/workers.js';
 import type { TaskDetail, WorkerInfo } from '../../src/client/types.js';
 import { UsageError } from '../../src/cli/usage-error.js';
-import { makeTask } from './fake-api.js';
+import { makeSummary, makeTask } from './fake-api.js';
 
 describe('formatting', () => {
   it('aligns table columns without trailing spaces', () => {
@@ -93,7 +93,7 @@ describe('safeText: task data made inert for a terminal', () => {
     const evil = 'job\x1b]0;owned\x07\x1b[2J\u009b31m\u202e';
     const task = makeTask({ name: evil, owner: `bob\x1b[1m`, command: `rm\x1b[8m`, args: ['a\nb'], labels: { ['k\x1b']: 'v\x07' }, requires: { gpu: '\x1b[5m' }, env: { ['E\x1b']: 'x' } });
     task.result = { outcome: 'failed', attempt: 1, exitCode: 1, signal: null, error: 'bad\x1b[31m', durationMs: 1 } as never;
-    const ls = formatTaskTable([task as never]);
+    const ls = formatTaskTable([makeSummary({ name: evil, workerId: 'w\x1b[1m', error: 'bad\x1b[31m' }) as never]);
     assert.doesNotMatch(ls, RAW_CONTROL);
     assert.match(ls, /job\\x1b\]0;owned\\x07\\x1b\[2J/);
     const detail: TaskDetail = {
@@ -107,7 +107,20 @@ describe('safeText: task data made inert for a terminal', () => {
     assert.match(show, /^requires:\s+gpu=\\x1b\[5m$/m);
     // A newline in an argument stays on the field's line.
     assert.match(show, /^run:\s+'rm\\x1b\[8m' 'a\\nb'$/m);
-    const workers: WorkerInfo[] = [{ id: 'w1', hostname: 'h\x1b[31m', slots: 1, labels: { ['z\x1b']: '1' }, state: 'connected', connectedAt: task.createdAt, lastSeenAt: task.createdAt, running: 0 }];
+    const workers: WorkerInfo[] = [
+      {
+        id: 'w1',
+        hostname: 'h\x1b[31m',
+        slots: 1,
+        slotsUsed: 1,
+        labels: { ['z\x1b']: '1' },
+        state: 'connected',
+        connectedAt: task.createdAt,
+        lastSeenAt: task.createdAt,
+        drainingAt: null,
+        runningAttempts: [{ attemptId: 1, taskId: task.id, taskName: evil, startedAt: task.createdAt }],
+      },
+    ];
     assert.doesNotMatch(formatWorkerTable(workers), RAW_CONTROL);
   });
 });

@@ -10,7 +10,10 @@
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { startCluster, type Cluster } from './harness.js';
 
@@ -60,12 +63,15 @@ function raw(base: string, method: string, path: string, token: string | null, o
   });
 }
 
+/** Who may call a route: the roles whose tokens may, or 'public' (anyone, with or without a token, gets `ok`). */
+type Access = Role[] | 'public';
+
 /** A route as the server declares it: who may call it, and what an allowed caller gets for the probe request. */
 interface Route {
   method: 'GET' | 'POST' | 'DELETE';
   /** The canonical path of the probe (an existing route's spelling). */
   path: string;
-  access: Role[];
+  access: Access;
   /** Status for an allowed role, plain request. */
   ok: number;
   /** The one WebSocket route. */
@@ -76,25 +82,31 @@ interface Route {
    * Fastify parses as the query) is added: closed query schemas say 400.
    */
   okWithQuery?: number;
-  /** The path ends with a parameter: `;x=1` becomes part of it, so the route matches and its validation says 400. */
+  /** The path ends with a parameter: `;x=1` becomes part of it, so the route matches and its validation says 400 (or `semicolonOk`). */
   endsWithParam?: boolean;
+  semicolonOk?: number;
+  /** The segment the spellings change (its case, its encoding, dot segments before it); default the route's first word after /v1. */
+  word?: number;
   /**
    * What `%2F` or a backslash for the last slash matches when the segment
    * before it is a parameter (the last segment joins it); default no route.
    */
-  encodedLastSlash?: { access: Role[]; ok: number };
+  encodedLastSlash?: { access: Access; ok: number };
   /** What the trailing-slash spelling matches: another route's status for an allowed role, or null for no route. */
-  trailingSlash?: { access: Role[]; ok: number } | null;
+  trailingSlash?: { access: Access; ok: number } | null;
 }
 
 const UNKNOWN_TASK = '01ARZ3NDEKTSV4RRFFQ69G5FAV';
 const UNKNOWN_TOKEN = '0123456789abcdef';
 const PEOPLE: Role[] = ['user', 'admin'];
 const TASK_BY_ID = { access: PEOPLE, ok: 400 }; // `/v1/tasks/` is GET /v1/tasks/:id with an empty id: 400
+/** An asset of the stand-in build the server is pointed at (DROVER_WEB_DIST). */
+const ASSET = 'app-1a2b3c.js';
 
 const ROUTES: Route[] = [
   { method: 'GET', path: '/v1/workers/connect', access: ['worker'], ok: 404, websocket: true, trailingSlash: null },
-  { method: 'GET', path: '/v1/workers', access: ['admin'], ok: 200, trailingSlash: null },
+  // Users list workers too (their own tasks among the running attempts).
+  { method: 'GET', path: '/v1/workers', access: PEOPLE, ok: 200, trailingSlash: null },
   { method: 'POST', path: '/v1/workers/nosuch/drain', access: ['admin'], ok: 404, trailingSlash: null },
   { method: 'GET', path: '/v1/tokens', access: ['admin'], ok: 200, trailingSlash: null },
   { method: 'POST', path: '/v1/tokens', access: ['admin'], ok: 201, body: { name: 'probe', role: 'user' }, trailingSlash: null },
@@ -107,6 +119,22 @@ const ROUTES: Route[] = [
   { method: 'POST', path: `/v1/tasks/${UNKNOWN_TASK}/cancel`, access: PEOPLE, ok: 404, trailingSlash: null },
   { method: 'POST', path: `/v1/tasks/${UNKNOWN_TASK}/retry`, access: PEOPLE, ok: 404, trailingSlash: null },
   { method: 'GET', path: '/openapi.json', access: PEOPLE, ok: 200, trailingSlash: null },
+  // Dashboard reads (GET /v1/stream is an open event stream: its access is tested in stream.test.ts).
+  { method: 'GET', path: `/v1/tasks/${UNKNOWN_TASK}/log-chunks`, access: PEOPLE, ok: 404, okWithQuery: 400, encodedLastSlash: TASK_BY_ID, trailingSlash: null },
+  { method: 'GET', path: '/v1/stats/counts', access: PEOPLE, ok: 200, okWithQuery: 400, trailingSlash: null },
+  { method: 'GET', path: '/v1/stats/minutes', access: PEOPLE, ok: 200, okWithQuery: 400, trailingSlash: null },
+  // Dashboard sign-in. Without an Origin header a sign-in is refused (403) whoever sends it, before the body is read.
+  { method: 'POST', path: '/v1/session', access: 'public', ok: 403, body: { token: 'x' }, trailingSlash: null },
+  // A Bearer request has no dashboard session to end: 400.
+  { method: 'DELETE', path: '/v1/session', access: PEOPLE, ok: 400, trailingSlash: null },
+  { method: 'GET', path: '/v1/me', access: PEOPLE, ok: 200, trailingSlash: null },
+  { method: 'POST', path: '/v1/login-codes', access: PEOPLE, ok: 201, trailingSlash: null },
+  // The dashboard's pages and assets are public; `/tasks/` is the page `/tasks/:id` with an empty id (the app shows "not found").
+  { method: 'GET', path: '/sign-in', access: 'public', ok: 200, trailingSlash: null },
+  { method: 'GET', path: '/tasks', access: 'public', ok: 200, trailingSlash: { access: 'public', ok: 200 } },
+  { method: 'GET', path: `/tasks/${UNKNOWN_TASK}`, access: 'public', ok: 200, word: 1, endsWithParam: true, semicolonOk: 200, trailingSlash: null },
+  // `;x=1` joins the file name, which the asset route refuses: 404 from the route, not "no route".
+  { method: 'GET', path: `/assets/${ASSET}`, access: 'public', ok: 200, word: 1, endsWithParam: true, semicolonOk: 404, trailingSlash: null },
 ];
 
 /** A spelling of a route's path, and which route the router matches for it: the same one, another, or none. */
@@ -117,7 +145,7 @@ interface Spelling {
    * 'same' keeps the route; null is no route (404 for anyone authenticated);
    * 'unparsable' is refused by Node's HTTP parser before any route or token is looked at (400 for all).
    */
-  match: 'same' | null | 'unparsable' | { access: Role[]; ok: number };
+  match: 'same' | null | 'unparsable' | { access: Access; ok: number };
   okOverride?: number;
 }
 
@@ -125,8 +153,8 @@ function spellings(r: Route): Spelling[] {
   const p = r.path;
   const segs = p.split('/'); // ['', 'v1', 'workers', 'connect']
   const last = segs.length - 1;
-  /** The route's first word (workers, tokens, tasks; openapi.json). */
-  const word = segs.length > 2 ? 2 : 1;
+  /** The route's first word (workers, tokens, tasks; openapi.json), unless the route names another. */
+  const word = r.word ?? (segs.length > 2 ? 2 : 1);
   const hex = (ch: string) => ch.charCodeAt(0).toString(16);
   const withSeg = (i: number, v: string) => segs.map((s, j) => (j === i ? v : s)).join('/');
   /** The first letter after `from` whose code has a hex letter (k = 6b), encoded with upper-case hex digits (%6B). */
@@ -156,17 +184,25 @@ function spellings(r: Route): Spelling[] {
     { name: 'encoded ../ segment', path: withSeg(word, `x/%2e%2e/${segs[word]}`), match: null },
     { name: 'upper case', path: p.toUpperCase(), match: null },
     { name: 'first letter of the route upper case', path: withSeg(word, segs[word]!.charAt(0).toUpperCase() + segs[word]!.slice(1)), match: null },
-    r.endsWithParam ? { name: 'semicolon parameter (part of the id)', path: `${p};x=1`, match: 'same', okOverride: 400 } : { name: 'semicolon parameter', path: `${p};x=1`, match: null },
+    r.endsWithParam ? { name: 'semicolon parameter (part of the id)', path: `${p};x=1`, match: 'same', okOverride: r.semicolonOk ?? 400 } : { name: 'semicolon parameter', path: `${p};x=1`, match: null },
     { name: 'backslash for a slash', path: `${segs.slice(0, last).join('/')}\\${segs[last]}`, match: segs.length > 2 ? (r.encodedLastSlash ?? null) : 'unparsable' },
   ];
+}
+
+/** The route a spelling reaches (null: none), with what an allowed caller gets there. */
+function targetOf(route: Route, s: Spelling): { access: Access; ok: number; websocket: boolean } | null {
+  if (s.match === null || s.match === 'unparsable') return null;
+  return s.match === 'same' ? { access: route.access, ok: s.okOverride ?? route.ok, websocket: route.websocket === true } : { ...s.match, websocket: false };
 }
 
 /** The exact status `role` must get for `spelling` of `route` (plain or upgrade), and whether a 404 must be "no route". */
 function expected(route: Route, s: Spelling, role: Role, upgrade: boolean): { status: number; noRoute?: boolean } {
   if (s.match === 'unparsable') return { status: 400 };
+  const target = targetOf(route, s);
+  // A public route answers everyone alike (and is never upgraded).
+  if (target?.access === 'public') return { status: upgrade ? 400 : target.ok };
   if (role === 'none') return { status: 401 };
-  if (s.match === null) return { status: 404, noRoute: true };
-  const target = s.match === 'same' ? { access: route.access, ok: s.okOverride ?? route.ok, websocket: route.websocket === true } : { ...s.match, websocket: false };
+  if (target === null) return { status: 404, noRoute: true };
   if (!target.access.includes(role)) return { status: 403 };
   if (upgrade) return { status: target.websocket ? 101 : 400 };
   return { status: target.ok };
@@ -176,15 +212,25 @@ describe('e2e: authorization on the matched route, for every spelling and role',
   let c: Cluster;
   const tokens: Record<Role, string | null> = { none: null, user: null, worker: null, admin: null };
 
+  let webDist: string;
+
   before(async () => {
-    c = await startCluster({ workers: 0 });
+    // A stand-in dashboard build, so the page and asset routes answer 200 whether or not web/dist is built.
+    webDist = mkdtempSync(join(tmpdir(), 'drover-auth-paths-web-'));
+    mkdirSync(join(webDist, 'assets'));
+    writeFileSync(join(webDist, 'index.html'), '<!doctype html><title>drover</title>\n');
+    writeFileSync(join(webDist, 'assets', ASSET), 'export {};\n');
+    c = await startCluster({ workers: 0, serverEnv: { DROVER_WEB_DIST: webDist } });
     tokens.admin = c.api.token;
     tokens.worker = c.workerToken;
     const u = await c.api.req('POST', '/v1/tokens', { name: 'auth-paths-user', role: 'user' });
     assert.equal(u.status, 201, u.text);
     tokens.user = u.body.secret;
   });
-  after(async () => c?.close());
+  after(async () => {
+    await c?.close();
+    if (webDist) rmSync(webDist, { recursive: true, force: true });
+  });
 
   it('the worker WebSocket: only a worker token is upgraded, at any spelling that reaches the route', async () => {
     const route = ROUTES[0]!;
@@ -207,7 +253,7 @@ describe('e2e: authorization on the matched route, for every spelling and role',
           const what = `${role} ${route.method} ${s.name} ${s.path}`;
           assert.equal(got.status, want.status, `${what}: ${JSON.stringify(got.body)}`);
           if (want.noRoute) assert.match(got.body?.error?.message ?? '', /^no route /, what);
-          if (got.status === 403 && role === 'worker') assert.match(got.body.error.message, /worker tokens may only connect as a worker/, what);
+          if (got.status === 403 && role === 'worker' && targetOf(route, s)?.access !== 'public') assert.match(got.body.error.message, /worker tokens may only connect as a worker/, what);
           if (route.method === 'GET') {
             const wantUp = expected(route, s, role, true);
             const up = await raw(c.url, 'GET', s.path, tokens[role], { upgrade: true });
@@ -236,7 +282,7 @@ describe('e2e: authorization on the matched route, for every spelling and role',
   it('/healthz is public in every role (and never upgraded); a bad or malformed token is 401 everywhere else', async () => {
     for (const role of ROLES) assert.equal((await raw(c.url, 'GET', '/healthz', tokens[role])).status, 200, role);
     for (const role of ROLES) assert.equal((await raw(c.url, 'GET', '/healthz', tokens[role], { upgrade: true })).status, 400, `${role} upgrade /healthz`);
-    for (const route of ROUTES) {
+    for (const route of ROUTES.filter((r) => r.access !== 'public')) {
       const bad = await raw(c.url, route.method, route.path, 'drv_not_a_token', route.body !== undefined ? { body: route.body } : {});
       assert.equal(bad.status, 401, `${route.method} ${route.path}`);
     }

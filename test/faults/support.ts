@@ -148,8 +148,17 @@ export async function taskDetail(api: Api, id: string): Promise<{ task: any; att
   return r.body;
 }
 
-/** Waits until every task in `ids` is terminal; returns them by id. */
+/**
+ * Waits until every task in `ids` is terminal (watched through the list's
+ * summary rows); returns the full tasks (`GET /v1/tasks/:id`: result,
+ * lostCount, ...) by id.
+ */
 export async function settle(api: Api, ids: string[], timeoutMs: number): Promise<Map<string, any>> {
+  await settledSummaries(api, ids, timeoutMs);
+  return new Map(await Promise.all(ids.map(async (id) => [id, (await taskDetail(api, id)).task] as const)));
+}
+
+async function settledSummaries(api: Api, ids: string[], timeoutMs: number): Promise<Map<string, any>> {
   let last = new Map<string, any>();
   const want = new Set(ids);
   const describe = () => {

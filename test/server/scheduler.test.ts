@@ -8,7 +8,9 @@ import { FakeClock } from '../../src/core/clock.js';
 import { newTaskId } from '../../src/core/ids.js';
 import type { ServerMessage } from '../../src/core/protocol.js';
 import type { Attempt, Task } from '../../src/core/task.js';
+import { FEED_RETENTION_MS, MINUTE_STATS_RETENTION_MS, PRUNE_EVERY_MS } from '../../src/server/retention.js';
 import { Scheduler, SWEEP_BATCH, type WorkerLink } from '../../src/server/scheduler.js';
+import { CursorExpiredError } from '../../src/core/errors.js';
 import { TaskBus } from '../../src/server/task-bus.js';
 import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import type { Store } from '../../src/store/store.js';
@@ -91,6 +93,36 @@ describe('scheduler', () => {
     await sched.sweep();
     const lost = (await store.listTasks({ state: 'waiting', limit: 1000 })).tasks.length;
     assert.equal(lost, n);
+  });
+
+  it('the leading sweeper prunes old changes, old minute stats and expired web sessions, at most every PRUNE_EVERY_MS', async () => {
+    const t0 = clock.now();
+    const early = await store.feedHead();
+    const token = await store.createToken({ id: '0123456789abcdef', name: 'n', user: 'u', role: 'user', secretHash: 'f'.repeat(64), createdAt: t0 });
+    assert.equal(token.id, '0123456789abcdef');
+    await submit();
+    assert.ok(await store.claimNext({ id: 'w', labels: {} }, clock.now(), LEASE));
+    await store.createWebSession({ idHash: 'a'.repeat(64), tokenId: '0123456789abcdef', createdAt: t0, expiresAt: t0 + 1000 });
+    const minutes = () => store.minuteStats(t0 - 3600_000, t0 + 3600_000);
+    assert.equal((await minutes()).length, 1);
+    sched.start();
+    await sched.sweep();
+    assert.ok((await store.readChanges(early, 10)).changes.length > 0, 'nothing is old yet');
+    clock.advance(FEED_RETENTION_MS + 1);
+    await sched.sweep();
+    await assert.rejects(store.readChanges(early, 10), CursorExpiredError);
+    assert.equal(await store.getWebSession('a'.repeat(64), t0), null, 'the expired session is gone');
+    assert.equal((await minutes()).length, 1, 'minute stats are kept for 48 h');
+    // Within PRUNE_EVERY_MS of the last prune, nothing is pruned.
+    const t1 = clock.now();
+    await store.createWebSession({ idHash: 'b'.repeat(64), tokenId: '0123456789abcdef', createdAt: t1, expiresAt: t1 + 1 });
+    clock.advance(Math.min(2, PRUNE_EVERY_MS - 1));
+    await sched.sweep();
+    assert.ok(await store.getWebSession('b'.repeat(64), t1), 'not pruned again so soon');
+    clock.advance(MINUTE_STATS_RETENTION_MS);
+    await sched.sweep();
+    assert.equal(await store.getWebSession('b'.repeat(64), t1), null);
+    assert.equal((await minutes()).length, 0, 'minute stats older than 48 h are gone');
   });
 
   it('places a task only on a worker whose labels satisfy its requirements', async () => {

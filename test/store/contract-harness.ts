@@ -57,6 +57,18 @@ export interface ClaimOptions {
 
 export type Opened = () => Promise<Store>;
 
+/** What a backend's test file adds to the shared contract. */
+export interface ContractHooks {
+  /**
+   * Resolves once every change committed before the call is readable from the
+   * feed. PostgreSQL: the feed shows a change only when no older transaction
+   * is still running anywhere in the cluster (store/feed.ts), and other test
+   * processes share the cluster, so a test waits for that horizon (polling,
+   * with a deadline). SQLite: at once.
+   */
+  settled?: (store: Store) => Promise<void>;
+}
+
 /** The outcome fields of an end, as a worker (or for `lost`, the sweeper) reports them. */
 export function endInput(outcome: AttemptOutcome) {
   return {
@@ -71,10 +83,12 @@ export function endInput(outcome: AttemptOutcome) {
 export class Harness {
   /** Set before each test (a fresh migrated store), closed after it. */
   store!: Store;
+  private hooks: ContractHooks = {};
 
   /** Registers the per-test lifecycle in the enclosing describe. */
-  static use(open: Opened): Harness {
+  static use(open: Opened, hooks: ContractHooks = {}): Harness {
     const h = new Harness();
+    h.hooks = hooks;
     beforeEach(async () => {
       h.store = await open();
       await h.store.migrate();
@@ -83,6 +97,11 @@ export class Harness {
       await h.store.close();
     });
     return h;
+  }
+
+  /** See ContractHooks.settled. */
+  async settled(): Promise<void> {
+    await this.hooks.settled?.(this.store);
   }
 
   /** The leases of this store use the `now` the caller passes (exact values can be asserted). */

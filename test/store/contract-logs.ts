@@ -70,6 +70,41 @@ export function runLogContract(name: string, open: Opened): void {
       assert.deepEqual(await h.store.readLogs(t.id, 0, 100, 3), []);
     });
 
+    it('readLogsBefore pages backwards from the end, each page ascending', async () => {
+      const t = await h.submit();
+      const c1 = await h.claim(T0);
+      await h.log(c1, [chunk(0, 'a0'), chunk(1, 'a1')], T0 + 1);
+      await h.end(c1, 'failed', T0 + 2);
+      await h.store.promoteDue(T0 + 5000, 100);
+      const c2 = await h.claim(T0 + 5001);
+      await h.log(c2, [chunk(0, 'b0'), chunk(1, 'b1', 'stderr'), chunk(2, 'b2')], T0 + 5002);
+      const other = await h.submit({ now: T0 + 5003 });
+      const c3 = await h.claim(T0 + 5004);
+      assert.equal(c3.task.id, other.id);
+      await h.log(c3, [chunk(0, 'other')], T0 + 5005);
+
+      const text = (ls: { data: Buffer }[]) => ls.map((l) => l.data.toString());
+      // The end of the log (null), across attempts, only this task's chunks.
+      const last = await h.store.readLogsBefore(t.id, null, 2);
+      assert.deepEqual(text(last), ['b1', 'b2']);
+      assert.deepEqual(
+        last.map((l) => [l.attempt, l.seq, l.stream]),
+        [
+          [2, 1, 'stderr'],
+          [2, 2, 'stdout'],
+        ],
+      );
+      const prev = await h.store.readLogsBefore(t.id, last[0]!.id, 2);
+      assert.deepEqual(text(prev), ['a1', 'b0']);
+      assert.deepEqual(text(await h.store.readLogsBefore(t.id, prev[0]!.id, 2)), ['a0']);
+      const first = (await h.store.readLogs(t.id, 0, 1))[0]!;
+      assert.deepEqual(await h.store.readLogsBefore(t.id, first.id, 2), [], 'nothing before the first chunk');
+      assert.deepEqual(text(await h.store.readLogsBefore(t.id, null, 100)), ['a0', 'a1', 'b0', 'b1', 'b2']);
+      // The same chunks readLogs returns, fields and all.
+      assert.deepEqual(await h.store.readLogsBefore(t.id, null, 100), await h.store.readLogs(t.id, 0, 100));
+      assert.deepEqual(await h.store.readLogsBefore(newTaskId(T0), null, 10), []);
+    });
+
     it('a cancelled task’s attempt still stores its output until it ends', async () => {
       const t = await h.submit();
       const c = await h.claim();

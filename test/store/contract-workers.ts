@@ -7,7 +7,7 @@ import { Harness, T0, type Opened } from './contract-harness.js';
 export function runWorkerContract(name: string, open: Opened): void {
   describe(`Store contract, workers: ${name}`, () => {
     const h = Harness.use(open);
-    const worker = (id: string, o: Partial<Omit<WorkerRecord, 'state' | 'id'>> = {}): Omit<WorkerRecord, 'state'> => ({
+    const worker = (id: string, o: Partial<Omit<WorkerRecord, 'state' | 'id' | 'drainingAt'>> = {}): Omit<WorkerRecord, 'state' | 'drainingAt'> => ({
       id,
       hostname: 'host',
       slots: 1,
@@ -24,8 +24,8 @@ export function runWorkerContract(name: string, open: Opened): void {
       assert.equal(await h.store.registerWorker(worker('w2', { hostname: 'beta', slots: 2, labels: { os: 'linux' } }), 'tok1'), true);
       assert.equal(await h.store.registerWorker(worker('w1', { hostname: 'alpha', slots: 4, connectedAt: T0 + 1, lastSeenAt: T0 + 1 }), 'tok1'), true);
       assert.deepEqual(await h.store.listWorkers(), [
-        { id: 'w1', hostname: 'alpha', slots: 4, labels: {}, connectedAt: T0 + 1, lastSeenAt: T0 + 1, state: 'connected' },
-        { id: 'w2', hostname: 'beta', slots: 2, labels: { os: 'linux' }, connectedAt: T0, lastSeenAt: T0, state: 'connected' },
+        { id: 'w1', hostname: 'alpha', slots: 4, labels: {}, connectedAt: T0 + 1, lastSeenAt: T0 + 1, state: 'connected', drainingAt: null },
+        { id: 'w2', hostname: 'beta', slots: 2, labels: { os: 'linux' }, connectedAt: T0, lastSeenAt: T0, state: 'connected', drainingAt: null },
       ]);
       await h.store.touchWorker('w1', T0 + 30);
       await h.store.touchWorker('unknown', T0 + 30);
@@ -44,6 +44,7 @@ export function runWorkerContract(name: string, open: Opened): void {
         connectedAt: T0 + 100,
         lastSeenAt: T0 + 100,
         state: 'connected',
+        drainingAt: null,
       });
       assert.equal((await h.store.listWorkers()).length, 2);
     });
@@ -83,9 +84,33 @@ export function runWorkerContract(name: string, open: Opened): void {
 
     it('requestDrain is false for an unknown worker', async () => {
       await token('tok1', 'a');
-      assert.equal(await h.store.requestDrain('nope', 'maintenance'), false);
+      assert.equal(await h.store.requestDrain('nope', 'maintenance', T0), false);
       await h.store.registerWorker(worker('w1'), 'tok1');
-      assert.equal(await h.store.requestDrain('w1', 'maintenance'), true);
+      assert.equal(await h.store.requestDrain('w1', 'maintenance', T0), true);
+    });
+
+    it('requestDrain records drainingAt (the first request’s time); a registration clears it', async () => {
+      await token('tok1', 'a');
+      await h.store.registerWorker(worker('w1'), 'tok1');
+      await h.store.registerWorker(worker('w2'), 'tok1');
+      assert.equal((await get('w1'))?.drainingAt, null);
+      assert.equal(await h.store.requestDrain('w1', 'maintenance', T0 + 5), true);
+      assert.equal((await get('w1'))?.drainingAt, T0 + 5);
+      assert.equal((await get('w2'))?.drainingAt, null);
+      // Asked again: still draining since the first request.
+      assert.equal(await h.store.requestDrain('w1', 'again', T0 + 9), true);
+      assert.equal((await get('w1'))?.drainingAt, T0 + 5);
+      // Heartbeats and the disconnect keep it; the worker that says hello again is not draining.
+      await h.store.touchWorker('w1', T0 + 10);
+      await h.store.markWorkerDisconnected('w1', T0 + 11);
+      assert.deepEqual([(await get('w1'))?.state, (await get('w1'))?.drainingAt], ['disconnected', T0 + 5]);
+      assert.equal(await h.store.registerWorker(worker('w1', { connectedAt: T0 + 20, lastSeenAt: T0 + 20 }), 'tok1'), true);
+      assert.deepEqual([(await get('w1'))?.state, (await get('w1'))?.drainingAt], ['connected', null]);
+      // A registration refused (another live token) changes nothing, drainingAt included.
+      await token('tok2', 'b');
+      await h.store.requestDrain('w1', 'maintenance', T0 + 30);
+      assert.equal(await h.store.registerWorker(worker('w1'), 'tok2'), false);
+      assert.equal((await get('w1'))?.drainingAt, T0 + 30);
     });
   });
 }

@@ -1,7 +1,8 @@
 /**
  * The Store contract: every implementation (SQLite, PostgreSQL) runs this
  * same suite, one file per concern (contract-tasks.ts, contract-attempts.ts,
- * contract-logs.ts, contract-tokens.ts, contract-workers.ts; signals and
+ * contract-logs.ts, contract-tokens.ts, contract-workers.ts,
+ * contract-web-sessions.ts, contract-feed.ts, contract-views.ts; signals and
  * leadership in contract-signals.ts). `open` must return a fresh, empty store
  * each time; the suite calls `migrate()` itself and closes the store after
  * each test. Time is explicit (`now` numbers), and leases expire only through
@@ -9,18 +10,24 @@
  * A later feature adds its own contract file and one line here.
  */
 import { runAttemptContract } from './contract-attempts.js';
-import type { Opened } from './contract-harness.js';
+import type { ContractHooks, Opened } from './contract-harness.js';
+import { runFeedContract } from './contract-feed.js';
+import { runViewContract } from './contract-views.js';
 import { runLogContract } from './contract-logs.js';
 import { runTaskContract } from './contract-tasks.js';
 import { runTokenContract } from './contract-tokens.js';
+import { runWebSessionContract } from './contract-web-sessions.js';
 import { runWorkerContract } from './contract-workers.js';
 
-export { makeSpec } from './contract-harness.js';
+export { makeSpec, type ContractHooks } from './contract-harness.js';
 
-export function runStoreContract(name: string, open: Opened): void {
+export function runStoreContract(name: string, open: Opened, hooks: ContractHooks = {}): void {
   runTaskContract(name, open);
   runAttemptContract(name, open);
   runLogContract(name, open);
   runTokenContract(name, open);
   runWorkerContract(name, open);
+  runWebSessionContract(name, open);
+  runFeedContract(name, open, hooks);
+  runViewContract(name, open);
 }

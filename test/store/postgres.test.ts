@@ -10,13 +10,13 @@ import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import { after, describe, it } from 'node:test';
 import pg from 'pg';
-import { ConflictError, UnavailableError } from '../../src/core/errors.js';
+import { ConflictError, CursorExpiredError, InvalidInputError, UnavailableError } from '../../src/core/errors.js';
 import { newTaskId } from '../../src/core/ids.js';
 import { LATEST_SCHEMA_VERSION, MIGRATIONS } from '../../src/store/postgres/migrations.js';
 import { isUniqueViolation, mapPgError } from '../../src/store/postgres/pg-errors.js';
 import { DB_NOW_MS } from '../../src/store/postgres/sql.js';
 import { openPostgresStore, type PostgresStore, type PostgresStoreOptions } from '../../src/store/postgres/postgres-store.js';
-import type { Claim } from '../../src/store/store.js';
+import type { Claim, Store } from '../../src/store/store.js';
 import { createTestDatabase, dropAllTestDatabases, listTestDatabases, PG_SKIP_REASON, pgTestUrl, requirePostgres, type TestDatabase } from '../support/postgres.js';
 import { makeSpec, runStoreContract } from './contract.js';
 import { Recorder, runSignalContract } from './contract-signals.js';
@@ -75,8 +75,25 @@ async function sql<R extends pg.QueryResultRow = pg.QueryResultRow>(url: string,
 }
 
 
+/**
+ * Resolves once every transaction that had an xid when it was called has
+ * finished (the snapshot's xmin passed the xmax seen at the call): the feed
+ * then shows every change committed before the call. Other test processes
+ * share the cluster and hold the horizon for as long as their transactions
+ * run, hence the poll (with a deadline).
+ */
+async function feedSettled(store: Store): Promise<void> {
+  const pool = (store as PostgresStore).pool;
+  const { x } = (await pool.query<{ x: string }>('SELECT pg_snapshot_xmax(pg_current_snapshot())::text AS x')).rows[0]!;
+  const deadline = Date.now() + 30_000;
+  while (!(await pool.query<{ ok: boolean }>('SELECT pg_snapshot_xmin(pg_current_snapshot()) >= $1::xid8 AS ok', [x])).rows[0]!.ok) {
+    if (Date.now() > deadline) throw new Error(`the feed horizon did not pass xid ${x} within 30 s (a long transaction in the cluster?)`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
 describe('PostgreSQL store', { skip: PG ? false : PG_SKIP_REASON }, () => {
-  runStoreContract('postgres', () => openFresh());
+  runStoreContract('postgres', () => openFresh(), { settled: feedSettled });
   runSignalContract('postgres', () => openFresh());
 
   describe('PostgresStore specifics', () => {
@@ -99,6 +116,33 @@ describe('PostgreSQL store', { skip: PG ? false : PG_SKIP_REASON }, () => {
           await Promise.all(stores.map((s) => s.close()));
         }
       }, false);
+    });
+
+    it('plans named statements per execution on every pooled connection (no generic plan for the task list)', async () => {
+      const store = await openFresh({ poolSize: 2 });
+      try {
+        await store.migrate();
+        // Two connections at once, so both have been through the pool's connect hook.
+        const modes = await Promise.all([0, 1].map(async () => {
+          const c = await store.pool.connect();
+          try {
+            await new Promise((r) => setTimeout(r, 20));
+            return (await c.query<{ plan_cache_mode: string }>('SHOW plan_cache_mode')).rows[0]!.plan_cache_mode;
+          } finally {
+            c.release();
+          }
+        }));
+        assert.deepEqual(modes, ['force_custom_plan', 'force_custom_plan']);
+        // The list and counts still answer through their named statements, repeatedly (past the 5 executions that could switch a plan).
+        const { task: t } = await store.createTask(newTaskId(T0), 'alice', makeSpec(), 'user:alice', T0);
+        for (let i = 0; i < 8; i++) {
+          assert.deepEqual((await store.listTaskSummaries({ state: 'waiting', limit: 10 })).tasks.map((x) => x.id), [t.id]);
+          assert.deepEqual((await store.listTaskSummaries({ state: 'failed', limit: 10 })).tasks, []);
+          assert.equal((await store.countTasksByState('alice')).waiting, 1);
+        }
+      } finally {
+        await store.close();
+      }
     });
 
     it('refuses a database whose schema is newer than the code, and changes nothing', async () => {
@@ -376,7 +420,8 @@ describe('PostgreSQL store', { skip: PG ? false : PG_SKIP_REASON }, () => {
           const due = await plan("SELECT id FROM tasks WHERE state = 'retrying' AND run_after <= 5 ORDER BY run_after, id LIMIT 100");
           assert.match(due, /tasks_due/);
           assert.doesNotMatch(due, /Sort/);
-          assert.match(await plan("SELECT * FROM tasks WHERE name LIKE 'build-%' ESCAPE '\\'"), /tasks_name/);
+          // A name prefix is a range (store/task-list.ts), read from (name, id); query-plans.test.ts has the list's own queries.
+          assert.match(await plan("SELECT * FROM tasks WHERE name >= 'build-' AND name < 'build.'"), /tasks_name_id/);
           // The sweeper's query (attempts.ts): the database clock, read once, bounds the index range.
           const expired = await plan(`SELECT * FROM attempts WHERE state = 'running' AND lease_expires_at < ${DB_NOW_MS} ORDER BY lease_expires_at, id LIMIT 100`);
           assert.match(expired, /Index Cond: \(lease_expires_at < \$\d+\)/);
@@ -415,6 +460,138 @@ describe('PostgreSQL store', { skip: PG ? false : PG_SKIP_REASON }, () => {
    * racing calls are issued together, so they really run at once on
    * PostgreSQL.
    */
+  describe('change feed: transactions that commit out of order', () => {
+    /** Two pool clients' transactions, each changing one task row (the trigger writes its change). */
+    async function withTwoClients(fn: (store: PostgresStore, a: pg.PoolClient, b: pg.PoolClient, t1: string, t2: string) => Promise<void>): Promise<void> {
+      const store = await openFresh();
+      const a = await store.pool.connect();
+      const b = await store.pool.connect();
+      try {
+        const t1 = (await store.createTask(newTaskId(T0), 'alice', makeSpec({ name: 'one' }), 'user:alice', T0)).task.id;
+        const t2 = (await store.createTask(newTaskId(T0 + 1), 'bob', makeSpec({ name: 'two' }), 'user:bob', T0 + 1)).task.id;
+        await fn(store, a, b, t1, t2);
+      } finally {
+        await a.query('ROLLBACK').catch(() => {});
+        await b.query('ROLLBACK').catch(() => {});
+        a.release();
+        b.release();
+        await store.close();
+      }
+    }
+    const touch = (c: pg.PoolClient, id: string, at: number) => c.query('UPDATE tasks SET updated_at = $2 WHERE id = $1', [id, at]);
+    const refs = async (store: PostgresStore, after: string, owner?: string) => {
+      const p = await store.readChanges(after, 100, owner);
+      return { refs: p.changes.map((c) => [c.ref, c.at]), cursor: p.cursor };
+    };
+
+    it('the transaction with the smaller change id commits last: a reader does not skip it, nor read anything twice', async () => {
+      await withTwoClients(async (store, a, b, t1, t2) => {
+        await feedSettled(store);
+        const start = await store.feedHead();
+        await a.query('BEGIN');
+        await touch(a, t1, T0 + 10); // the smaller change id, the smaller xid
+        await b.query('BEGIN');
+        await touch(b, t2, T0 + 20);
+        await b.query('COMMIT');
+        // b committed, but a (older) still runs: nothing after it may be shown yet.
+        const during = await refs(store, start);
+        assert.deepEqual(during.refs, []);
+        assert.deepEqual((await refs(store, start, 'bob')).refs, [], 'the owner filter waits too');
+        await a.query('COMMIT');
+        await feedSettled(store);
+        const after = await refs(store, during.cursor);
+        assert.deepEqual(after.refs, [
+          [t1, T0 + 10],
+          [t2, T0 + 20],
+        ]);
+        assert.deepEqual((await refs(store, after.cursor)).refs, []);
+        assert.deepEqual((await refs(store, during.cursor, 'bob')).refs, [[t2, T0 + 20]]);
+      });
+    });
+
+    it('the older transaction writes its change after the newer one: ordered by transaction, shown once both are done', async () => {
+      await withTwoClients(async (store, a, b, t1, t2) => {
+        await feedSettled(store);
+        const start = await store.feedHead();
+        await a.query('BEGIN');
+        await a.query('SELECT pg_current_xact_id()'); // a's xid first
+        await b.query('BEGIN');
+        await touch(b, t2, T0 + 20); // the smaller change id, the larger xid
+        await touch(a, t1, T0 + 10);
+        await b.query('COMMIT');
+        const during = await refs(store, start);
+        assert.deepEqual(during.refs, []);
+        await a.query('COMMIT');
+        await feedSettled(store);
+        const after = await refs(store, during.cursor);
+        assert.deepEqual(after.refs, [
+          [t1, T0 + 10],
+          [t2, T0 + 20],
+        ]);
+        // A rolled-back transaction's change never shows, and does not stop the feed.
+        await a.query('BEGIN');
+        await touch(a, t1, T0 + 30);
+        await a.query('ROLLBACK');
+        await touch(b, t2, T0 + 40);
+        await feedSettled(store);
+        assert.deepEqual((await refs(store, after.cursor)).refs, [[t2, T0 + 40]]);
+      });
+    });
+
+    it('a cursor beyond every transaction of this cluster (another database’s) is expired', async () => {
+      const store = await openFresh();
+      try {
+        await assert.rejects(store.readChanges('18446744073709551615.0', 10), CursorExpiredError);
+        await assert.rejects(store.readChanges('18446744073709551616.0', 10), (e: unknown) => e instanceof InvalidInputError && e.field === 'cursor');
+        assert.deepEqual((await store.readChanges('0.0', 10)).changes, []);
+      } finally {
+        await store.close();
+      }
+    });
+  });
+
+  describe('counters under concurrency', () => {
+    it('two servers submitting, claiming and ending 200 tasks at once: counts and minute stats match a recount, no deadlock', async () => {
+      await withDb(async (db) => {
+        const stores = openMany(db, 2, { poolSize: 8 });
+        try {
+          const n = 200;
+          const owners = ['alice', 'bob'];
+          await Promise.all(
+            Array.from({ length: n }, async (_, i) => {
+              const s = stores[i % 2]!;
+              await s.createTask(newTaskId(T0), owners[i % 2]!, makeSpec({ retry: { maxRetries: 0, baseDelayMs: 1000, factor: 2, maxDelayMs: 1000 } }), 'user:x', T0);
+              const c = await s.claimNext({ id: `w${i % 2}`, labels: {} }, T0 + 1000, LEASE);
+              if (c) {
+                const outcome = i % 3 === 0 ? 'failed' : 'succeeded';
+                await s.endAttempt(c.attempt.id, c.attempt.fencingToken, { outcome, exitCode: outcome === 'failed' ? 1 : 0, signal: null, error: null, durationMs: 1 }, 'w', T0 + 2000, {
+                  workerId: c.attempt.workerId,
+                });
+              }
+            }),
+          );
+          const recount = await sql<{ owner: string; state: string; n: number }>(db.url, 'SELECT owner, state, count(*)::int AS n FROM tasks GROUP BY 1, 2');
+          for (const owner of [undefined, ...owners]) {
+            const counts = await stores[0]!.countTasksByState(owner);
+            for (const r of recount) if (owner === undefined || r.owner === owner) counts[r.state as keyof typeof counts] -= r.n;
+            assert.ok(Object.values(counts).every((v) => v === 0), `counts of ${owner ?? 'all'} match the tasks`);
+          }
+          const [claimed] = await sql<{ n: number; ended: number }>(db.url, "SELECT count(*)::int AS n, count(*) FILTER (WHERE state <> 'running')::int AS ended FROM attempts");
+          const stats = await stores[1]!.minuteStats(T0 - 60_000, T0 + 60_000);
+          const sum = (k: 'started' | 'succeeded' | 'failed' | 'latencyCount') => stats.reduce((x, m) => x + m[k], 0);
+          assert.equal(sum('started'), claimed!.n);
+          assert.equal(sum('latencyCount'), claimed!.n);
+          assert.equal(sum('succeeded') + sum('failed'), claimed!.ended);
+          // Every counter row is one of 16 shards.
+          const [shards] = await sql<{ lo: number; hi: number }>(db.url, 'SELECT min(shard) AS lo, max(shard) AS hi FROM task_counts');
+          assert.ok(shards!.lo >= 0 && shards!.hi <= 15);
+        } finally {
+          await Promise.all(stores.map((s) => s.close()));
+        }
+      });
+    });
+  });
+
   describe('several servers on one database: clock skew and races', () => {
     const HOUR = 3_600_000;
     /** The database's clock, as the store reads it for leases. */
@@ -573,6 +750,39 @@ describe('PostgreSQL store', { skip: PG ? false : PG_SKIP_REASON }, () => {
           await Promise.all(stores.map((s) => s.close()));
         }
       });
+    });
+
+    it('migration 4 on a version-3 database: the sharded counters are backfilled from the tasks', async () => {
+      await withDb(async (db) => {
+        await sql(db.url, 'CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)');
+        for (const m of MIGRATIONS.filter((x) => x.version <= 3)) {
+          await sql(db.url, m.sql);
+          await sql(db.url, 'INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [m.version, m.name, T0]);
+        }
+        const states = ['succeeded', 'waiting', 'failed', 'cancelled'];
+        await sql(
+          db.url,
+          `INSERT INTO tasks (id, owner, name, kind, state, command, args, script, interpreter, env, timeout_ms, max_retries, retry_base_delay_ms,
+             retry_factor, retry_max_delay_ms, priority, labels, created_at, updated_at)
+           SELECT u.id, CASE WHEN u.n % 3 = 0 THEN 'bob' ELSE 'alice' END, 'old', 'batch', ($2::text[])[((u.n % 4) + 1)::int], 'true', '[]', NULL, '[]', '{}', NULL, 3, 1000, 2, 60000, 0, '{}', $3, $3
+           FROM unnest($1::text[]) WITH ORDINALITY AS u(id, n)`,
+          [Array.from({ length: 100 }, (_, i) => newTaskId(T0 + i)), states, T0],
+        );
+        const [store] = openMany(db, 1);
+        try {
+          await store!.migrate();
+          const recount = await sql<{ owner: string; state: string; n: number }>(db.url, 'SELECT owner, state, count(*)::int AS n FROM tasks GROUP BY 1, 2');
+          for (const owner of [undefined, 'alice', 'bob']) {
+            const want = { ready: 0, waiting: 0, running: 0, retrying: 0, succeeded: 0, failed: 0, cancelled: 0 };
+            for (const r of recount) if (owner === undefined || r.owner === owner) want[r.state as keyof typeof want] += r.n;
+            assert.deepEqual(await store!.countTasksByState(owner), want, owner ?? 'all');
+          }
+          const [rows] = await sql<{ n: number }>(db.url, 'SELECT count(*)::int AS n FROM task_counts');
+          assert.ok(rows!.n > 8, 'spread over shards');
+        } finally {
+          await store!.close();
+        }
+      }, false);
     });
 
     it('migration 3 on a version-2 database: old attempts get an empty token (the sweeper still ends them), old workers no binding', async () => {

@@ -103,6 +103,13 @@ describe('schema parity: SQLite and PostgreSQL', { skip: PG ? false : PG_SKIP_RE
       ['tokens', 'last_used_at'],
       ['log_chunks', 'data'],
       ['leaders', 'expires_at'],
+      ['workers', 'draining_at'],
+      ['web_sessions', 'token_id'],
+      ['login_codes', 'code_hash'],
+      ['changes', 'xid'],
+      ['feed_meta', 'pruned_id'],
+      ['task_counts', 'shard'],
+      ['task_minutes', 'latency_max_ms'],
       ['schema_migrations', 'version'],
     ] as const) {
       assert.ok(lite[table]?.[column], `${table}.${column}`);

@@ -14,7 +14,7 @@ import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import Database from 'better-sqlite3';
-import { ConflictError, UnavailableError } from '../../src/core/errors.js';
+import { ConflictError, CursorExpiredError, UnavailableError } from '../../src/core/errors.js';
 import { newTaskId } from '../../src/core/ids.js';
 import { CLAIM_SQL } from '../../src/store/sqlite/attempts.js';
 import { LATEST_SCHEMA_VERSION, MIGRATIONS } from '../../src/store/sqlite/migrations.js';
@@ -193,6 +193,38 @@ describe('SqliteStore specifics', () => {
     }
   });
 
+  it('upgrades a schema v3 file: the counters are backfilled from the tasks, then kept by the triggers', async () => {
+    const path = freshPath();
+    const s0 = openSqliteStore(path);
+    s0.db.exec('CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)');
+    for (const m of MIGRATIONS.filter((x) => x.version <= 3)) {
+      s0.db.exec(m.sql);
+      s0.db.prepare('INSERT INTO schema_migrations VALUES (?, ?, ?)').run(m.version, m.name, T0);
+    }
+    const insert = s0.db.prepare(
+      `INSERT INTO tasks (id, owner, name, kind, state, command, args, script, interpreter, env, timeout_ms, max_retries, retry_base_delay_ms,
+         retry_factor, retry_max_delay_ms, priority, labels, created_at, updated_at)
+       VALUES (?, ?, 'old', 'batch', ?, 'true', '[]', NULL, '[]', '{}', NULL, 3, 1000, 2, 60000, 0, '{}', ?, ?)`,
+    );
+    const old: Array<[string, string]> = [['alice', 'succeeded'], ['alice', 'succeeded'], ['alice', 'waiting'], ['bob', 'failed'], ['bob', 'waiting']];
+    old.forEach(([owner, state], i) => insert.run(newTaskId(T0 + i), owner, state, T0 + i, T0 + i));
+    await s0.close();
+
+    const s = await openMigrated(path);
+    try {
+      const zero = { ready: 0, waiting: 0, running: 0, retrying: 0, succeeded: 0, failed: 0, cancelled: 0 };
+      assert.deepEqual(await s.countTasksByState(), { ...zero, succeeded: 2, waiting: 2, failed: 1 });
+      assert.deepEqual(await s.countTasksByState('alice'), { ...zero, succeeded: 2, waiting: 1 });
+      const c = await s.claimNext({ id: 'w1', labels: {} }, T0 + 10, 15_000);
+      assert.ok(c);
+      assert.deepEqual(await s.countTasksByState(), { ...zero, succeeded: 2, waiting: 1, running: 1, failed: 1 });
+      // The feed starts with the upgrade: the claim is its first change.
+      assert.deepEqual((await s.readChanges('0', 10)).changes.map((x) => [x.ref, x.state]), [[c.task.id, 'running']]);
+    } finally {
+      await s.close();
+    }
+  });
+
   it('limits are checked: promoteDue, expiredAttempts and listTasks name the field', async () => {
     const s = await openMigrated(':memory:');
     try {
@@ -316,12 +348,30 @@ describe('SqliteStore specifics', () => {
     }
   });
 
+  it('change feed: the cursor is the change id; one beyond the last id given out (another database’s) is expired', async () => {
+    const s = await openMigrated(':memory:');
+    try {
+      assert.equal(await s.feedHead(), '0');
+      await s.createTask(newTaskId(T0), 'alice', makeSpec(), 'user:alice', T0);
+      assert.deepEqual((await s.readChanges('0', 10)).changes.map((c) => c.cursor), ['1']);
+      assert.equal(await s.feedHead(), '1');
+      await assert.rejects(s.readChanges('2', 10), CursorExpiredError);
+      // Pruned rows leave the head where it was (AUTOINCREMENT never reuses an id).
+      assert.equal(await s.pruneFeed(T0 + 1, 10), 1);
+      assert.equal(await s.feedHead(), '1');
+      assert.deepEqual(await s.readChanges('1', 10), { changes: [], cursor: '1' });
+      await assert.rejects(s.readChanges('0', 10), CursorExpiredError);
+    } finally {
+      await s.close();
+    }
+  });
+
   it('the scheduler queries use their indexes', async () => {
     const s = await openMigrated(':memory:');
     try {
       const plan = (sql: string) => (s.db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all() as Array<{ detail: string }>).map((p) => p.detail).join('\n');
       // The claim statement itself (placement and the running-attempt check included) walks the queue index in order.
-      const claim = (s.db.prepare(`EXPLAIN QUERY PLAN ${CLAIM_SQL}`).all({ now: T0, labels: '{"os":"linux"}' }) as Array<{ detail: string }>).map((p) => p.detail).join('\n');
+      const claim = (s.db.prepare(`EXPLAIN QUERY PLAN ${CLAIM_SQL}`).all({ labels: '{"os":"linux"}' }) as Array<{ detail: string }>).map((p) => p.detail).join('\n');
       assert.match(claim, /tasks_queue/);
       assert.doesNotMatch(claim, /TEMP B-TREE/);
       const due = plan("SELECT id FROM tasks WHERE state = 'retrying' AND run_after <= 5 ORDER BY run_after, id LIMIT 100");

@@ -16,6 +16,11 @@
  * is restarted after a backoff (1 s doubling to 30 s; reset after 30 s of
  * uptime). SIGINT/SIGTERM: SIGTERM the workers (they drain for up to 5 s) and
  * wait for them (SIGKILL after 15 s), close the server, exit 0.
+ *
+ * Dashboard: prints `Dashboard: <url>/sign-in#code=<code>`, a one-time link
+ * (valid 10 minutes, single use) that signs the browser in with the admin
+ * token; the code rides in the fragment, so it reaches neither a server log
+ * nor a Referer. `--open` opens the link with xdg-open/open where one exists.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
@@ -28,6 +33,7 @@ import { parseIntFlag, parsePort } from '../parse.js';
 import { onShutdown } from '../signals.js';
 import { UsageError } from '../usage-error.js';
 import { listenError } from '../listen-error.js';
+import { openInBrowser } from '../open-browser.js';
 
 interface DevFlags {
   port: string;
@@ -35,6 +41,7 @@ interface DevFlags {
   slots: string;
   dir: string;
   logLevel: string;
+  open?: boolean;
 }
 
 export interface DevConfig {
@@ -79,7 +86,7 @@ export async function ensureToken(
   role: 'admin' | 'worker',
   create: { name: string; user: string },
   url?: string,
-): Promise<{ token: string; created: boolean }> {
+): Promise<{ token: string; id: string; created: boolean }> {
   let stored: { url?: string; token?: string } = {};
   if (existsSync(path)) {
     try {
@@ -92,12 +99,12 @@ export async function ensureToken(
     const who = await tokens.verify(stored.token);
     if (who && who.role === role) {
       if (url !== undefined && (!stored.url || !sameServer(stored.url, url))) writeSecretFile(path, { url, token: stored.token });
-      return { token: stored.token, created: false };
+      return { token: stored.token, id: who.id, created: false };
     }
   }
   const made = await tokens.create(create.name, role, create.user);
   writeSecretFile(path, url !== undefined ? { url, token: made.secret } : { token: made.secret });
-  return { token: made.secret, created: true };
+  return { token: made.secret, id: made.id, created: true };
 }
 
 /** Keeps N `drover worker` children running until stop(). */
@@ -171,6 +178,8 @@ export function devCommand(): Command {
     .option('--slots <n>', 'slots per worker, 1..1024', '4')
     .option('--dir <dir>', 'data directory (database, credentials, work dirs)', './.drover')
     .option('--log-level <level>', 'server log level on stderr', 'warn')
+    .option('--open', 'open the dashboard\'s one-time sign-in link in a browser (xdg-open/open)')
+    .addHelpText('after', '\nEnv DROVER_WEB_DIST: serve the dashboard from this directory instead of the package\'s web/dist.\n')
     .action(async (flags: DevFlags) => {
       const cfg = buildDevConfig(flags, process.cwd());
       mkdirSync(cfg.dir, { recursive: true, mode: 0o700 });
@@ -183,6 +192,7 @@ export function devCommand(): Command {
         port: cfg.port,
         logLevel: cfg.logLevel,
         ...(process.env.DROVER_ADMIN_TOKEN ? { adminToken: process.env.DROVER_ADMIN_TOKEN } : {}),
+        ...(process.env.DROVER_WEB_DIST ? { webDist: resolve(process.env.DROVER_WEB_DIST) } : {}),
       }).catch((err: unknown) => {
         throw listenError(err, '127.0.0.1', cfg.port, 'another drover dev or server?');
       });
@@ -216,5 +226,14 @@ export function devCommand(): Command {
         `Drover dev: API at ${server.url} (SQLite at ${dbPath}), ${cfg.workers} local worker${cfg.workers === 1 ? '' : 's'}. ` +
           `${cli} DROVER_URL=${server.url} DROVER_TOKEN=${admin.token}\n`,
       );
+      const link = `${server.url}${(await server.createLoginCode(admin.id)).path}`;
+      process.stdout.write(
+        `Dashboard: ${link}\n` +
+          `  (a one-time sign-in link, valid 10 minutes; after that, sign in at ${server.url}/sign-in with the token above)\n`,
+      );
+      if (flags.open) {
+        const opened = await openInBrowser(link);
+        process.stdout.write(opened.ok ? `drover dev: opened the dashboard with ${opened.opener}\n` : `drover dev: --open: ${opened.reason}; open the link above yourself\n`);
+      }
     });
 }

@@ -6,7 +6,7 @@
  * ls, ...) never load fastify or the SQLite driver.
  */
 import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import { Command } from 'commander';
 import { onShutdown } from '../signals.js';
 import { parseDbUrl, parseDurationFlag, parseIntFlag, parsePort } from '../parse.js';
@@ -52,7 +52,9 @@ export function serverCommand(): Command {
     .addHelpText(
       'after',
       '\nOn an empty database the server creates the first admin token: its secret is\n' +
-        'env DROVER_ADMIN_TOKEN if set, else a new one printed once at start.\n',
+        'env DROVER_ADMIN_TOKEN if set, else a new one printed once at start.\n' +
+        'The dashboard is served at / (sign in with a token); env DROVER_WEB_DIST serves it\n' +
+        'from that directory instead of the package\'s web/dist.\n',
     )
     .action(async (flags: ServerFlags) => {
       const dbFlag = flags.db !== undefined ? '--db' : 'DROVER_DB';
@@ -76,11 +78,13 @@ export function serverCommand(): Command {
         leaseMs,
         dbPoolSize: dbPool,
         ...(process.env.DROVER_ADMIN_TOKEN ? { adminToken: process.env.DROVER_ADMIN_TOKEN } : {}),
+        ...(process.env.DROVER_WEB_DIST ? { webDist: resolve(process.env.DROVER_WEB_DIST) } : {}),
       }).catch((err: unknown) => {
         throw listenError(err, flags.host, port, 'is another Drover server running?');
       });
       onShutdown(() => server.close());
       process.stdout.write(`drover server listening on ${server.url}\n`);
+      process.stdout.write(`dashboard: ${server.url}/\n`);
       if (server.createdAdminSecret) {
         process.stdout.write(
           `created the first admin token: ${server.createdAdminSecret}\n` +

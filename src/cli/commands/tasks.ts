@@ -3,19 +3,29 @@
  * Ids and filters are validated before any request (exit 2 on bad input).
  */
 import { Command } from 'commander';
-import type { ListTasksQuery, Task, TaskDetail } from '../../client/types.js';
+import type { ListTasksQuery, TaskDetail, TaskSummary } from '../../client/types.js';
 import { connect } from '../context.js';
 import { streamLogs, terminalFilter } from '../follow-logs.js';
 import { formatAge, formatExit, formatLabels, formatMs, formatTable, formatTime, printJson, safeText } from '../output.js';
 import { parseIntFlag, parseTaskId, parseTaskState } from '../parse.js';
+import { UsageError } from '../usage-error.js';
 
 interface LsFlags {
   state?: string;
   name?: string;
   owner?: string;
+  id?: string;
   limit?: string;
   all?: boolean;
   json?: boolean;
+}
+
+/** Crockford base32 as task ids use it (no I, L, O, U), either case: the server's rule for `id`. */
+const ID_PREFIX = /^[0-9A-HJKMNP-TV-Z]{1,26}$/i;
+
+export function parseIdPrefix(flag: string, raw: string): string {
+  if (!ID_PREFIX.test(raw)) throw new UsageError(`invalid ${flag} "${raw}": expected 1..26 characters of a task id (0-9 and A-Z without I, L, O, U)`);
+  return raw.toUpperCase();
 }
 
 export function buildListQuery(f: LsFlags): ListTasksQuery {
@@ -23,14 +33,16 @@ export function buildListQuery(f: LsFlags): ListTasksQuery {
   if (f.state !== undefined) q.state = parseTaskState('--state', f.state);
   if (f.name !== undefined) q.name = f.name;
   if (f.owner !== undefined) q.owner = f.owner;
+  if (f.id !== undefined) q.id = parseIdPrefix('--id', f.id);
   if (f.limit !== undefined) q.limit = parseIntFlag('--limit', f.limit, 1, 500);
   return q;
 }
 
-export function formatTaskTable(tasks: readonly Task[], now = Date.now()): string {
+/** `drover ls`: one line per summary row (the list API sends no command, script or env). */
+export function formatTaskTable(tasks: readonly TaskSummary[], now = Date.now()): string {
   return formatTable(
-    ['ID', 'NAME', 'STATE', 'ATTEMPTS', 'EXIT', 'AGE'],
-    tasks.map((t) => [t.id, truncate(t.name, 40), t.state, String(t.attempts), formatExit(t.result), formatAge(t.createdAt, now)]),
+    ['ID', 'NAME', 'STATE', 'ATTEMPTS', 'WORKER', 'EXIT', 'DURATION', 'AGE'],
+    tasks.map((t) => [t.id, truncate(t.name, 40), t.state, String(t.attempts), t.workerId ?? '-', t.endedAt !== null ? formatExit(t) : '-', formatMs(t.durationMs), formatAge(t.createdAt, now)]),
   );
 }
 
@@ -40,13 +52,14 @@ export function lsCommand(): Command {
     .option('--state <state>', 'only tasks in this state (ready, waiting, running, retrying, succeeded, failed, cancelled)')
     .option('--name <prefix>', 'only tasks whose name starts with this')
     .option('--owner <user>', 'only this user\'s tasks (admins)')
+    .option('--id <prefix>', 'only tasks whose id starts with this (1..26 characters of the id, any case)')
     .option('--limit <n>', 'page size, 1..500 (default 50)')
     .option('--all', 'follow the cursors and list every matching task')
     .option('--json', 'print {"tasks": [...], "nextCursor": ...} as JSON')
     .action(async (flags: LsFlags, cmd: Command) => {
       const query = buildListQuery(flags);
       const client = connect(cmd);
-      let tasks: Task[];
+      let tasks: TaskSummary[];
       let nextCursor: string | null = null;
       if (flags.all) {
         tasks = [];
@@ -73,7 +86,7 @@ export function formatTaskDetail(d: TaskDetail, now = Date.now()): string {
     ['owner', t.owner],
     ['state', t.state],
     ['run', what],
-    ['env', Object.keys(t.env).length ? Object.keys(t.env).join(',') : '-'],
+    ['env', Object.keys(t.env).length ? Object.keys(t.env).join(',') + (t.envRedacted ? ' (values only for the owner)' : '') : '-'],
     ['labels', formatLabels(t.labels)],
     ['requires', formatLabels(t.requires)],
     ['priority', String(t.priority)],

@@ -1,4 +1,4 @@
-/** `drover workers`: the worker agents the server knows (admin). */
+/** `drover workers`: the worker agents the server knows (admins and users; a user sees only their own tasks among the running ones). */
 import { Command } from 'commander';
 import type { WorkerInfo } from '../../client/types.js';
 import { connect } from '../context.js';
@@ -12,8 +12,8 @@ export function formatWorkerTable(workers: readonly WorkerInfo[], now = Date.now
       w.id,
       w.hostname,
       w.state,
-      String(w.slots),
-      String(Array.isArray(w.running) ? w.running.length : (w.running ?? 0)),
+      `${w.slotsUsed}/${w.slots}`,
+      String(w.runningAttempts.length),
       formatLabels(w.labels),
       formatAge(w.connectedAt, now),
       formatAge(w.lastSeenAt, now),
@@ -33,7 +33,7 @@ export function workersCommand(): Command {
       process.stdout.write(`${id}: draining\n`);
     });
   return new Command('workers')
-    .description('list worker agents (admin); `drover workers drain ID` drains one')
+    .description('list worker agents: state, slots used/total, running tasks (yours only, unless admin); `drover workers drain ID` drains one (admin)')
     .option('--json', 'print {"workers": [...]} as JSON')
     .addCommand(drain)
     .action(async (flags: { json?: boolean }, cmd: Command) => {

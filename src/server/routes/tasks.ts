@@ -8,8 +8,8 @@ import { isTerminal } from '../../core/task-state.js';
 import type { Task } from '../../core/task.js';
 import { principalOf, type Principal } from '../auth.js';
 import type { AppContext } from '../context.js';
-import { ListQuery, LogsQuery, SubmitBody, SubmitHeaders, TaskIdParams, TaskSchema, AttemptSchema, EventSchema, ErrorSchema } from '../schemas.js';
-import { attemptJson, eventJson, taskJson } from '../serialize.js';
+import { ListQuery, LogsQuery, SubmitBody, SubmitHeaders, TaskIdParams, TaskSchema, TaskSummarySchema, AttemptSchema, EventSchema, ErrorSchema } from '../schemas.js';
+import { attemptJson, eventJson, taskJson, taskSummaryJson } from '../serialize.js';
 import { requestHash, toTaskSpec } from '../task-input.js';
 
 const TaskEnvelope = Type.Object({ task: TaskSchema });
@@ -24,7 +24,17 @@ const people = { auth: ['admin', 'user'] } as const;
  */
 export const LOG_PAGE_CHUNKS = 32;
 
-function ownedTask(task: Task | null, id: string, p: Principal): Task {
+/**
+ * The owner filter of a read: a user's own tasks always; an admin's choice
+ * (undefined: everyone's). A user naming someone else is told so (400 owner)
+ * rather than silently shown their own.
+ */
+export function ownerScope(p: Principal, owner: string | undefined): string | undefined {
+  if (owner !== undefined && p.role !== 'admin' && owner !== p.user) throw new InvalidInputError('owner', 'only admins may read other users\' tasks');
+  return p.role === 'admin' ? owner : p.user;
+}
+
+export function ownedTask(task: Task | null, id: string, p: Principal): Task {
   if (!task || (p.role !== 'admin' && task.owner !== p.user)) throw new NotFoundError('task', id);
   return task;
 }
@@ -69,27 +79,35 @@ export function taskRoutes(app: FastifyInstance, ctx: AppContext): void {
         }
         throw err;
       }
-      return reply.code(res.created ? 201 : 200).send({ task: taskJson(res.task) });
+      return reply.code(res.created ? 201 : 200).send({ task: taskJson(res.task, p.user) });
     },
   );
 
   app.get<{ Querystring: ListQuery }>(
     '/v1/tasks',
-    { config: people, schema: { tags: ['tasks'], summary: 'List tasks, newest first', querystring: ListQuery, response: { 200: Type.Object({ tasks: Type.Array(TaskSchema), nextCursor: Type.Union([Type.String(), Type.Null()]) }), ...errors } } },
+    {
+      config: people,
+      schema: {
+        tags: ['tasks'],
+        summary: 'List tasks, newest first, as summary rows (no command, script, args or env)',
+        querystring: ListQuery,
+        response: { 200: Type.Object({ tasks: Type.Array(TaskSummarySchema), nextCursor: Type.Union([Type.String(), Type.Null()]) }), ...errors },
+      },
+    },
     async (req) => {
       const p = user(req);
       const q = req.query;
-      if (q.owner !== undefined && p.role !== 'admin' && q.owner !== p.user) throw new InvalidInputError('owner', 'only admins may list other users\' tasks');
-      const page = await store.listTasks({
+      const page = await store.listTaskSummaries({
         state: q.state,
         namePrefix: q.name,
-        owner: p.role === 'admin' ? q.owner : p.user,
+        owner: ownerScope(p, q.owner),
         createdAfter: q.createdAfter ? Date.parse(q.createdAfter) : undefined,
         createdBefore: q.createdBefore ? Date.parse(q.createdBefore) : undefined,
+        idPrefix: q.id?.toUpperCase(),
         cursor: q.cursor,
         limit: q.limit ?? 50,
       });
-      return { tasks: page.tasks.map(taskJson), nextCursor: page.nextCursor };
+      return { tasks: page.tasks.map(taskSummaryJson), nextCursor: page.nextCursor };
     },
   );
 
@@ -100,7 +118,7 @@ export function taskRoutes(app: FastifyInstance, ctx: AppContext): void {
       const p = user(req);
       const task = ownedTask(await store.getTask(req.params.id), req.params.id, p);
       const [attempts, events] = await Promise.all([store.listAttempts(task.id), store.listEvents(task.id)]);
-      return { task: taskJson(task), attempts: attempts.map(attemptJson), events: events.map(eventJson) };
+      return { task: taskJson(task, p.user), attempts: attempts.map(attemptJson), events: events.map(eventJson) };
     },
   );
 
@@ -112,7 +130,7 @@ export function taskRoutes(app: FastifyInstance, ctx: AppContext): void {
       ownedTask(await store.getTask(req.params.id), req.params.id, p);
       // A running attempt is stopped through the store's cancel signal, by whichever server holds its worker.
       const res = await store.cancelTask(req.params.id, `user:${p.user}`, clock.now());
-      return { task: taskJson(res.task) };
+      return { task: taskJson(res.task, p.user) };
     },
   );
 
@@ -123,7 +141,7 @@ export function taskRoutes(app: FastifyInstance, ctx: AppContext): void {
       const p = user(req);
       ownedTask(await store.getTask(req.params.id), req.params.id, p);
       const task = await store.retryTask(req.params.id, `user:${p.user}`, clock.now());
-      return { task: taskJson(task) };
+      return { task: taskJson(task, p.user) };
     },
   );
 
@@ -153,10 +171,10 @@ export function taskRoutes(app: FastifyInstance, ctx: AppContext): void {
       res.flushHeaders();
       if (req.method === 'HEAD') return void res.end();
       const abort = new AbortController();
-      // Revoking the token ends the stream at once (session-registry.ts). The
+      // Revoking the token (or signing out) ends the stream at once (session-registry.ts). The
       // connection is destroyed rather than the body ended, so the client
       // cannot take it for the normal end of a finished task's log.
-      const unregister = ctx.sessions.register(p.tokenId, () => {
+      const unregister = ctx.sessions.registerPrincipal(p, () => {
         abort.abort();
         res.destroy();
       });
@@ -224,7 +242,7 @@ function drained(res: ServerResponse): Promise<void> {
 }
 
 /** Terminal, and no attempt still running (a cancelled task's process may still be stopping). */
-async function finished(ctx: AppContext, taskId: string): Promise<boolean> {
+export async function finished(ctx: Pick<AppContext, 'store'>, taskId: string): Promise<boolean> {
   const task = await ctx.store.getTask(taskId);
   if (!task) return true;
   if (!isTerminal(task.state)) return false;

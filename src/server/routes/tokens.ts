@@ -1,8 +1,9 @@
 /**
  * Token management (admin only). A secret is returned once, at creation; only
  * its hash is stored. A revoke takes effect at once on this server (token
- * cache, open sessions and log streams) and within a second on the others
- * (auth.ts TOKEN_CACHE_MS; session-registry.ts re-check).
+ * cache, open sessions and log streams, dashboard sessions) and within a
+ * second on the others (auth.ts TOKEN_CACHE_MS; session-registry.ts re-check;
+ * a dashboard session is only good while its token is).
  */
 import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
@@ -33,7 +34,7 @@ export function tokenRoutes(app: FastifyInstance, ctx: AppContext): void {
     '/v1/tokens/:id',
     {
       config: admin,
-      schema: { tags: ['tokens'], summary: 'Revoke a token; closes its worker sessions and log streams', params: TokenIdParams, response: { 200: Type.Object({ token: TokenSchema }), ...errors } },
+      schema: { tags: ['tokens'], summary: 'Revoke a token; closes its worker sessions, log streams and dashboard sessions', params: TokenIdParams, response: { 200: Type.Object({ token: TokenSchema }), ...errors } },
     },
     async (req) => {
       const ok = await ctx.store.revokeToken(req.params.id, ctx.clock.now());
@@ -41,6 +42,8 @@ export function tokenRoutes(app: FastifyInstance, ctx: AppContext): void {
       // and what is already open ends now (a second revoke closes nothing new).
       ctx.tokens.forget(req.params.id);
       ctx.sessions.closeToken(req.params.id);
+      // The token's dashboard sessions are already refused (their token is checked on every request): delete the rows too.
+      await ctx.store.deleteWebSessionsOfToken(req.params.id);
       const rec = await ctx.store.getToken(req.params.id);
       if (!rec || (!ok && rec.revokedAt === null)) throw new NotFoundError('token', req.params.id);
       return { token: tokenJson(rec) };

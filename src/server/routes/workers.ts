@@ -1,42 +1,36 @@
-/** Worker listing (admin) and the agents' WebSocket endpoint (role worker only). */
+/** Worker listing (admins and users), drain (admin) and the agents' WebSocket endpoint (role worker only). */
 import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { WORKER_CONNECT_PATH } from '../../core/protocol.js';
 import { NotFoundError } from '../../core/errors.js';
 import { principalOf } from '../auth.js';
 import type { AppContext } from '../context.js';
-import { ErrorSchema } from '../schemas.js';
+import { ErrorSchema, WorkerSchema } from '../schemas.js';
+import { workerViews, type WorkerViewDeps } from '../worker-views.js';
 import { WorkerSession } from '../worker-session.js';
 
-const WorkerSchema = Type.Object({
-  id: Type.String(),
-  hostname: Type.String(),
-  slots: Type.Integer(),
-  labels: Type.Record(Type.String(), Type.String()),
-  state: Type.String(),
-  connectedAt: Type.String(),
-  lastSeenAt: Type.String(),
-  running: Type.Integer(),
-});
+/** The view deps of this server (worker-views.ts): the store, its own live links, its clock and lease. */
+export function workerViewDeps(ctx: AppContext): WorkerViewDeps {
+  return { store: ctx.store, links: () => ctx.scheduler.workers(), now: () => ctx.clock.now(), leaseMs: ctx.scheduler.opts.leaseMs };
+}
 
 export function workerRoutes(app: FastifyInstance, ctx: AppContext): void {
-  app.get('/v1/workers', { config: { auth: ['admin'] }, schema: { tags: ['workers'], summary: 'List workers', response: { 200: Type.Object({ workers: Type.Array(WorkerSchema) }), 401: ErrorSchema, 403: ErrorSchema } } }, async () => {
-    // Connected here, or (several servers) connected elsewhere and heard from within the lease.
-    const live = new Map(ctx.scheduler.workers().map((l) => [l.workerId, l.runningCount]));
-    const draining = new Set(ctx.scheduler.workers().filter((l) => l.draining).map((l) => l.workerId));
-    const rows = await ctx.store.listWorkers();
-    const now = ctx.clock.now();
-    const connected = (w: (typeof rows)[number]) => live.has(w.id) || (w.state === 'connected' && now - w.lastSeenAt < ctx.scheduler.opts.leaseMs);
-    return {
-      workers: rows.map((w) => ({
-        ...w,
-        state: draining.has(w.id) ? 'draining' : connected(w) ? 'connected' : 'disconnected',
-        connectedAt: new Date(w.connectedAt).toISOString(),
-        lastSeenAt: new Date(w.lastSeenAt).toISOString(),
-        running: live.get(w.id) ?? 0,
-      })),
-    };
-  });
+  const deps = workerViewDeps(ctx);
+  app.get(
+    '/v1/workers',
+    {
+      config: { auth: ['admin', 'user'] },
+      schema: {
+        tags: ['workers'],
+        summary: 'List workers with their state and running attempts (a user sees only their own tasks among them; slotsUsed counts all)',
+        response: { 200: Type.Object({ workers: Type.Array(WorkerSchema) }), 401: ErrorSchema, 403: ErrorSchema },
+      },
+    },
+    async (req) => {
+      const p = principalOf(req);
+      return { workers: await workerViews(deps, p.role === 'admin' ? null : p.user) };
+    },
+  );
 
   app.post<{ Params: { id: string } }>(
     '/v1/workers/:id/drain',
@@ -52,7 +46,7 @@ export function workerRoutes(app: FastifyInstance, ctx: AppContext): void {
     async (req) => {
       const p = principalOf(req);
       // Through the store, so the server holding the worker's connection (any of them) delivers it.
-      if (!(await ctx.store.requestDrain(req.params.id, `drained by ${p.user}`))) throw new NotFoundError('worker', req.params.id);
+      if (!(await ctx.store.requestDrain(req.params.id, `drained by ${p.user}`, ctx.clock.now()))) throw new NotFoundError('worker', req.params.id);
       return { workerId: req.params.id, draining: true };
     },
   );

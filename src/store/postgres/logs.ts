@@ -5,6 +5,22 @@ import { logChunkFromRow, type LogChunkRow } from '../rows.js';
 import type { Db } from './db.js';
 import { fence, readFenced } from './fence.js';
 
+/**
+ * Exported for the query-plan tests. `before` reads log_chunks_task_id
+ * backwards, and is written so that only that index gives its order: with
+ * `task_id = $1 AND id < $2 ORDER BY id DESC` the planner may walk the primary
+ * key backwards and filter on task_id, assuming a task's chunks are spread
+ * evenly over the ids, which a long log written before many others is not
+ * (query-plans.test.ts: every later chunk of every other task read to page
+ * back once). `task_id BETWEEN $1 AND $1` is the same test as equality (the
+ * column is COLLATE "C": byte-wise), but is not folded into a constant, so
+ * the ORDER BY (task_id, id) is one only this index provides; the row
+ * comparison bounds the same index.
+ */
+export const LOG_SQL = {
+  before: 'SELECT * FROM log_chunks WHERE task_id >= $1 AND task_id <= $1 AND (task_id, id) < ($1, $2::bigint) ORDER BY task_id DESC, id DESC LIMIT $3',
+};
+
 export function postgresLogs(db: Db): LogStore {
   return {
     /**
@@ -44,6 +60,14 @@ export function postgresLogs(db: Db): LogStore {
             ? await q.query<LogChunkRow>('SELECT * FROM log_chunks WHERE task_id = $1 AND id > $2 ORDER BY id LIMIT $3', [taskId, afterId, limit])
             : await q.query<LogChunkRow>('SELECT * FROM log_chunks WHERE task_id = $1 AND id > $2 AND attempt = $3 ORDER BY id LIMIT $4', [taskId, afterId, attempt, limit]);
         return r.rows.map(logChunkFromRow);
+      });
+    },
+
+    /** Reads backwards on log_chunks_task_id (task_id, id) and returns the page in ascending order. */
+    async readLogsBefore(taskId: string, beforeId: number | null, limit: number): Promise<LogChunk[]> {
+      return db.read(async (q) => {
+        const r = await q.query<LogChunkRow>(LOG_SQL.before, [taskId, beforeId ?? Number.MAX_SAFE_INTEGER, limit]);
+        return r.rows.reverse().map(logChunkFromRow);
       });
     },
   };

@@ -185,6 +185,187 @@ CREATE INDEX tasks_queue_placed ON tasks (priority DESC, id) WHERE state = 'wait
 ALTER TABLE workers ADD COLUMN token_id TEXT COLLATE "C";
 `,
   },
+  {
+    version: 4,
+    name: 'dashboard: web sessions, sign-in codes, worker drain time, change feed, task counters, minute stats, list indexes',
+    sql: `
+-- When an admin asked the worker to drain (workers.ts requestDrain); NULL when not
+-- draining. registerWorker clears it (a worker that comes back is not draining).
+ALTER TABLE workers ADD COLUMN draining_at BIGINT;
+
+-- Dashboard sessions (store/web-sessions.ts): only sha256 (hex) of the cookie's
+-- secret is stored. Bound to the token that signed in: revoking it ends them.
+CREATE TABLE web_sessions (
+  id_hash     TEXT COLLATE "C" PRIMARY KEY,
+  token_id    TEXT COLLATE "C" NOT NULL REFERENCES tokens(id),
+  created_at  BIGINT NOT NULL,
+  expires_at  BIGINT NOT NULL
+);
+CREATE INDEX web_sessions_token_id ON web_sessions (token_id);
+CREATE INDEX web_sessions_expires_at ON web_sessions (expires_at);
+
+-- One-time sign-in codes (sha256 hex), consumed by one guarded DELETE.
+CREATE TABLE login_codes (
+  code_hash   TEXT COLLATE "C" PRIMARY KEY,
+  token_id    TEXT COLLATE "C" NOT NULL REFERENCES tokens(id),
+  expires_at  BIGINT NOT NULL
+);
+CREATE INDEX login_codes_expires_at ON login_codes (expires_at);
+
+-- The change feed (store/feed.ts): one row per insert or update of a task and per
+-- change of a worker other than a heartbeat, written by the triggers below in the
+-- writing transaction, so no write path can forget one. Ids (a sequence) are taken
+-- before commit and commit out of order, so a change is ordered by its writing
+-- transaction's id (xid8, pg_current_xact_id(): the top-level transaction, also
+-- inside a savepoint) and then id, and readChanges returns only changes of
+-- transactions below the snapshot's xmin (all of them finished). The primary key
+-- is that order; the owner index serves a user's feed.
+CREATE TABLE changes (
+  id     BIGSERIAL NOT NULL,
+  xid    xid8 NOT NULL DEFAULT pg_current_xact_id(),
+  topic  TEXT NOT NULL CHECK (topic IN ('task', 'worker')),
+  ref    TEXT COLLATE "C" NOT NULL,
+  owner  TEXT COLLATE "C",
+  state  TEXT,
+  at     BIGINT NOT NULL,
+  PRIMARY KEY (xid, id)
+);
+CREATE INDEX changes_owner_xid_id ON changes (owner, xid, id);
+-- The newest pruned position (pruneFeed): a cursor before it has missed changes.
+CREATE TABLE feed_meta (
+  id          INTEGER PRIMARY KEY CHECK (id = 1),
+  pruned_xid  xid8 NOT NULL,
+  pruned_id   BIGINT NOT NULL
+);
+INSERT INTO feed_meta (id, pruned_xid, pruned_id) VALUES (1, '0', 0);
+
+-- Tasks per owner and state, kept by the tasks trigger (countTasksByState sums
+-- them: no scan of tasks). A task's counter row is one of 16 shards (a hash of its
+-- id), so concurrent commits rarely wait on the same row. Every change is an
+-- upsert (+1 / -1): a row appears when first needed, and a decrement that finds a
+-- shard other than its increment's (were hashtext to change) still sums right.
+CREATE TABLE task_counts (
+  owner  TEXT COLLATE "C" NOT NULL,
+  state  TEXT NOT NULL,
+  shard  INTEGER NOT NULL,
+  n      BIGINT NOT NULL,
+  PRIMARY KEY (owner, state, shard)
+);
+INSERT INTO task_counts (owner, state, shard, n) SELECT owner, state, hashtext(id) & 15, count(*) FROM tasks GROUP BY 1, 2, 3;
+
+-- Activity per minute (epoch ms floored to the minute), owner and shard
+-- (minuteStats sums the shards): an attempt inserted counts as started in its
+-- started_at minute (a first attempt adds its submit-to-start latency, never below
+-- 0); a task entering succeeded, failed or cancelled from a non-terminal state
+-- counts in its updated_at minute. Not backfilled: history starts with this version.
+CREATE TABLE task_minutes (
+  minute          BIGINT NOT NULL,
+  owner           TEXT COLLATE "C" NOT NULL,
+  shard           INTEGER NOT NULL,
+  started         BIGINT NOT NULL DEFAULT 0,
+  succeeded       BIGINT NOT NULL DEFAULT 0,
+  failed          BIGINT NOT NULL DEFAULT 0,
+  cancelled       BIGINT NOT NULL DEFAULT 0,
+  latency_count   BIGINT NOT NULL DEFAULT 0,
+  latency_sum_ms  BIGINT NOT NULL DEFAULT 0,
+  latency_max_ms  BIGINT NOT NULL DEFAULT 0,
+  PRIMARY KEY (minute, owner, shard)
+);
+CREATE INDEX task_minutes_owner ON task_minutes (owner, minute);
+
+-- +d on one task counter row.
+CREATE FUNCTION drover_count_task(o text, s text, sh integer, d integer) RETURNS void LANGUAGE sql AS $f$
+  INSERT INTO task_counts (owner, state, shard, n) VALUES (o, s, sh, d)
+  ON CONFLICT (owner, state, shard) DO UPDATE SET n = task_counts.n + EXCLUDED.n
+$f$;
+
+-- One trigger per task row write: the feed row, the counters, the minute's ends.
+-- Lock order, so that concurrent single-task transactions cannot deadlock on
+-- counter rows: the two counters of a state change in state-name order, then the
+-- one minute row; the attempts trigger (fired after the task's in a claim) takes
+-- one minute row. (Transactions changing many tasks, like promoteDue, may still
+-- deadlock with each other; PostgreSQL aborts one, and db.ts runs it again.)
+CREATE FUNCTION drover_task_written() RETURNS trigger LANGUAGE plpgsql AS $f$
+DECLARE
+  sh integer;
+BEGIN
+  INSERT INTO changes (topic, ref, owner, state, at) VALUES ('task', NEW.id, NEW.owner, NEW.state, NEW.updated_at);
+  IF TG_OP = 'INSERT' THEN
+    PERFORM drover_count_task(NEW.owner, NEW.state, hashtext(NEW.id) & 15, 1);
+  ELSIF OLD.state IS DISTINCT FROM NEW.state OR OLD.owner IS DISTINCT FROM NEW.owner THEN
+    sh := hashtext(NEW.id) & 15; -- ids never change
+    IF OLD.state < NEW.state THEN
+      PERFORM drover_count_task(OLD.owner, OLD.state, sh, -1);
+      PERFORM drover_count_task(NEW.owner, NEW.state, sh, 1);
+    ELSE
+      PERFORM drover_count_task(NEW.owner, NEW.state, sh, 1);
+      PERFORM drover_count_task(OLD.owner, OLD.state, sh, -1);
+    END IF;
+    IF NEW.state IN ('succeeded', 'failed', 'cancelled') AND OLD.state NOT IN ('succeeded', 'failed', 'cancelled') THEN
+      INSERT INTO task_minutes (minute, owner, shard, succeeded, failed, cancelled)
+      VALUES (NEW.updated_at - NEW.updated_at % 60000, NEW.owner, sh,
+              (NEW.state = 'succeeded')::int, (NEW.state = 'failed')::int, (NEW.state = 'cancelled')::int)
+      ON CONFLICT (minute, owner, shard) DO UPDATE SET succeeded = task_minutes.succeeded + EXCLUDED.succeeded,
+        failed = task_minutes.failed + EXCLUDED.failed, cancelled = task_minutes.cancelled + EXCLUDED.cancelled;
+    END IF;
+  END IF;
+  RETURN NULL;
+END
+$f$;
+CREATE TRIGGER tasks_written AFTER INSERT OR UPDATE ON tasks FOR EACH ROW EXECUTE FUNCTION drover_task_written();
+
+CREATE FUNCTION drover_task_deleted() RETURNS trigger LANGUAGE plpgsql AS $f$
+BEGIN
+  PERFORM drover_count_task(OLD.owner, OLD.state, hashtext(OLD.id) & 15, -1);
+  RETURN NULL;
+END
+$f$;
+CREATE TRIGGER tasks_deleted AFTER DELETE ON tasks FOR EACH ROW EXECUTE FUNCTION drover_task_deleted();
+
+CREATE FUNCTION drover_attempt_started() RETURNS trigger LANGUAGE plpgsql AS $f$
+DECLARE
+  o text;
+  lat bigint;
+BEGIN
+  SELECT t.owner, CASE WHEN NEW.number = 1 THEN greatest(0, NEW.started_at - t.created_at) END INTO o, lat FROM tasks t WHERE t.id = NEW.task_id;
+  INSERT INTO task_minutes (minute, owner, shard, started, latency_count, latency_sum_ms, latency_max_ms)
+  VALUES (NEW.started_at - NEW.started_at % 60000, o, hashtext(NEW.task_id) & 15, 1, (lat IS NOT NULL)::int, coalesce(lat, 0), coalesce(lat, 0))
+  ON CONFLICT (minute, owner, shard) DO UPDATE SET started = task_minutes.started + 1,
+    latency_count = task_minutes.latency_count + EXCLUDED.latency_count,
+    latency_sum_ms = task_minutes.latency_sum_ms + EXCLUDED.latency_sum_ms,
+    latency_max_ms = greatest(task_minutes.latency_max_ms, EXCLUDED.latency_max_ms);
+  RETURN NULL;
+END
+$f$;
+CREATE TRIGGER attempts_started AFTER INSERT ON attempts FOR EACH ROW EXECUTE FUNCTION drover_attempt_started();
+
+-- at: the write's time (a registration's or disconnect's last_seen_at, a drain's draining_at).
+CREATE FUNCTION drover_worker_written() RETURNS trigger LANGUAGE plpgsql AS $f$
+BEGIN
+  INSERT INTO changes (topic, ref, owner, state, at) VALUES ('worker', NEW.id, NULL, NULL, greatest(NEW.last_seen_at, NEW.draining_at));
+  RETURN NULL;
+END
+$f$;
+CREATE TRIGGER workers_inserted AFTER INSERT ON workers FOR EACH ROW EXECUTE FUNCTION drover_worker_written();
+-- Every column but last_seen_at (a heartbeat changes only that); a new workers column is added here.
+CREATE TRIGGER workers_updated AFTER UPDATE ON workers FOR EACH ROW
+WHEN ((OLD.hostname, OLD.slots, OLD.labels, OLD.connected_at, OLD.state, OLD.token_id, OLD.draining_at)
+      IS DISTINCT FROM (NEW.hostname, NEW.slots, NEW.labels, NEW.connected_at, NEW.state, NEW.token_id, NEW.draining_at))
+EXECUTE FUNCTION drover_worker_written();
+
+-- The Tasks page (task-list.ts): every filter is an equality and an id range (or a
+-- name range, byte-wise: name is COLLATE "C") on one of these, read newest first.
+-- The time range became an id range, so tasks_created_at is unused; tasks_name is
+-- replaced by (name, id).
+DROP INDEX tasks_created_at;
+DROP INDEX tasks_name;
+CREATE INDEX tasks_owner_state_id ON tasks (owner, state, id);
+CREATE INDEX tasks_name_id ON tasks (name, id);
+CREATE INDEX tasks_owner_name_id ON tasks (owner, name, id);
+-- runningAttempts (per worker, oldest first): only running attempts are in it.
+CREATE INDEX attempts_running_worker ON attempts (worker_id, started_at, id) WHERE state = 'running';
+`,
+  },
 ];
 
 /** The schema version this code writes. */

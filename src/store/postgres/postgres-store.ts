@@ -3,7 +3,7 @@
  * the datastore is also the queue). Same behaviour as the SQLite store (one
  * contract suite, test/store/contract.ts); what differs is concurrency and the
  * lease clock. One file per concern (tokens.ts, tasks.ts, attempts.ts,
- * logs.ts, workers.ts, leadership.ts), composed here; db.ts holds the pool and
+ * logs.ts, workers.ts, leadership.ts, web-sessions.ts, feed.ts, task-views.ts), composed here; db.ts holds the pool and
  * transactions, signals.ts LISTEN/NOTIFY, migrations.ts the schema.
  *
  * Concurrency model. Every write is one READ COMMITTED transaction (db.ts), or
@@ -26,6 +26,9 @@
  * Signals: `cancel` and `drain` are NOTIFYed inside the changing transaction,
  * the hints right after its COMMIT (db.ts).
  */
+import type { FeedStore } from '../feed.js';
+import type { TaskViewStore } from '../task-views.js';
+import type { WebSessionStore } from '../web-sessions.js';
 import pg from 'pg';
 import type { AttemptStore } from '../attempts.js';
 import type { LeadershipStore } from '../leadership.js';
@@ -36,12 +39,15 @@ import type { TokenStore } from '../tokens.js';
 import type { WorkerStore } from '../workers.js';
 import { postgresAttempts } from './attempts.js';
 import { Db, STORE_TYPES } from './db.js';
+import { postgresFeed } from './feed.js';
 import { postgresLeadership } from './leadership.js';
 import { postgresLogs } from './logs.js';
 import { applyMigrations } from './migrations.js';
 import { SignalHub } from './signals.js';
 import { postgresTasks } from './tasks.js';
+import { postgresTaskViews } from './task-views.js';
 import { postgresTokens } from './tokens.js';
+import { postgresWebSessions } from './web-sessions.js';
 import { postgresWorkers } from './workers.js';
 
 export interface PostgresStoreOptions {
@@ -94,7 +100,7 @@ export function openPostgresStore(url: string, opts: PostgresStoreOptions = {}):
 }
 
 /** The concern stores' methods, assigned onto each instance by the constructor. */
-export interface PostgresStore extends TokenStore, TaskStore, AttemptStore, LogStore, WorkerStore, LeadershipStore {}
+export interface PostgresStore extends TokenStore, TaskStore, AttemptStore, LogStore, WorkerStore, LeadershipStore, FeedStore, TaskViewStore, WebSessionStore {}
 
 export class PostgresStore implements Store {
   readonly capabilities: StoreCapabilities = { multiServer: true, groupCommit: false, leaseClock: 'database' };
@@ -116,6 +122,9 @@ export class PostgresStore implements Store {
       postgresLogs(this.db),
       postgresWorkers(this.db),
       postgresLeadership(this.db),
+      postgresWebSessions(this.db),
+      postgresFeed(this.db),
+      postgresTaskViews(this.db),
     );
   }
 

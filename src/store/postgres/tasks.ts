@@ -14,6 +14,8 @@ import type { Db, Tx } from './db.js';
 import { isUniqueViolation } from './pg-errors.js';
 import { taskSpecColumns } from './rows.js';
 import { checkLimit, SCHEDULER_ACTOR } from './sql.js';
+import { postgresTaskListQuery } from './task-views.js';
+import { pageOf } from '../task-list.js';
 
 export function postgresTasks(db: Db): TaskStore {
   return {
@@ -77,33 +79,15 @@ export function postgresTasks(db: Db): TaskStore {
 
     /**
      * Newest first (id DESC; ids are ULIDs, compared byte-wise in the "C"
-     * collation). Keyset pagination: a page is the first `limit` rows with
-     * id < cursor; one more row is fetched to know whether another page exists.
+     * collation), keyset by id: the query of task-list.ts (every filter an
+     * index range), with all columns.
      */
     async listTasks(filter: TaskFilter): Promise<TaskPage> {
-      const limit = checkLimit('limit', filter.limit);
-      const where: string[] = [];
-      const params: unknown[] = [];
-      const add = (sql: (p: string) => string, value: unknown) => {
-        params.push(value);
-        where.push(sql(`$${params.length}`));
-      };
-      if (filter.state !== undefined) add((p) => `state = ${p}`, filter.state);
-      if (filter.owner !== undefined) add((p) => `owner = ${p}`, filter.owner);
-      if (filter.namePrefix !== undefined && filter.namePrefix !== '') {
-        // LIKE is case-sensitive; its wildcards (and the escape character) in the prefix are taken literally.
-        add((p) => `name LIKE ${p} ESCAPE '\\'`, `${filter.namePrefix.replace(/[\\%_]/g, '\\$&')}%`);
-      }
-      if (filter.createdAfter !== undefined) add((p) => `created_at >= ${p}`, filter.createdAfter);
-      if (filter.createdBefore !== undefined) add((p) => `created_at < ${p}`, filter.createdBefore);
-      if (filter.cursor !== undefined) add((p) => `id < ${p}`, filter.cursor);
-      params.push(limit + 1);
-      const sql = `SELECT * FROM tasks${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT $${params.length}`;
-      return db.read(async (q) => {
-        const rows = (await q.query<TaskRow>(sql, params)).rows;
-        const more = rows.length > limit;
-        const tasks = rows.slice(0, limit).map(taskFromRow);
-        return { tasks, nextCursor: more ? tasks[tasks.length - 1]!.id : null };
+      checkLimit('limit', filter.limit);
+      const q = postgresTaskListQuery(filter, 'tasks');
+      return db.read(async (c) => {
+        const { items, nextCursor } = pageOf((await c.query<TaskRow>(q.sql, q.params)).rows, filter.limit);
+        return { tasks: items.map(taskFromRow), nextCursor };
       });
     },
 

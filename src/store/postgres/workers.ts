@@ -10,15 +10,17 @@ export function postgresWorkers(db: Db): WorkerStore {
      * with one id queue, and the WHERE (checked on the newest row) lets the
      * update through only for the token the id is bound to, a row bound to no
      * token (registered before tokens were bound), or a bound token that is no
-     * longer live (revoked). RETURNING says whether the row was written.
+     * longer live (revoked). RETURNING says whether the row was written. A
+     * registration ends a drain (draining_at = NULL).
      */
-    async registerWorker(w: Omit<WorkerRecord, 'state'>, tokenId: string): Promise<boolean> {
+    async registerWorker(w: Omit<WorkerRecord, 'state' | 'drainingAt'>, tokenId: string): Promise<boolean> {
       return db.write(async (tx) => {
         const r = await tx.query(
-          `INSERT INTO workers (id, hostname, slots, labels, connected_at, last_seen_at, state, token_id)
-           VALUES ($1, $2, $3, $4, $5, $6, 'connected', $7)
+          `INSERT INTO workers (id, hostname, slots, labels, connected_at, last_seen_at, state, token_id, draining_at)
+           VALUES ($1, $2, $3, $4, $5, $6, 'connected', $7, NULL)
            ON CONFLICT (id) DO UPDATE SET hostname = EXCLUDED.hostname, slots = EXCLUDED.slots, labels = EXCLUDED.labels,
-             connected_at = EXCLUDED.connected_at, last_seen_at = EXCLUDED.last_seen_at, state = 'connected', token_id = EXCLUDED.token_id
+             connected_at = EXCLUDED.connected_at, last_seen_at = EXCLUDED.last_seen_at, state = 'connected', token_id = EXCLUDED.token_id,
+             draining_at = NULL
            WHERE workers.token_id IS NULL OR workers.token_id = EXCLUDED.token_id
              OR NOT EXISTS (SELECT 1 FROM tokens k WHERE k.id = workers.token_id AND k.revoked_at IS NULL)
            RETURNING id`,
@@ -41,10 +43,15 @@ export function postgresWorkers(db: Db): WorkerStore {
       });
     },
 
-    /** In a transaction: `drain` is NOTIFYed inside it (db.ts), so it goes out only for a known worker. */
-    async requestDrain(workerId: string, reason: string): Promise<boolean> {
+    /**
+     * One UPDATE records the drain (a second request keeps the first time) and
+     * tells whether the worker exists; `drain` is NOTIFYed inside the same
+     * transaction (db.ts), so it goes out if and only if the drain is recorded.
+     */
+    async requestDrain(workerId: string, reason: string, now: number): Promise<boolean> {
       return db.write(async (tx) => {
-        if ((await tx.query('SELECT 1 FROM workers WHERE id = $1', [workerId])).rowCount === 0) return false;
+        const r = await tx.query('UPDATE workers SET draining_at = coalesce(draining_at, $2::bigint) WHERE id = $1 RETURNING id', [workerId, now]);
+        if (r.rowCount === 0) return false;
         tx.signal({ kind: 'drain', workerId, reason });
         return true;
       });

@@ -22,28 +22,25 @@ const TOKEN_RE = new RegExp(FENCING_TOKEN_PATTERN);
 const NEVER_A_TOKEN = '-';
 
 /**
- * The claim: choosing the task and marking it running is one UPDATE whose
- * subquery walks the queue index (tasks_queue: state, priority DESC, id) and
- * takes the first waiting task that the worker's labels satisfy
+ * The claim's choice: the first waiting task in the queue index (tasks_queue:
+ * state, priority DESC, id) that the worker's labels satisfy
  * (core/placement.ts: every K=V of `requires` is among the labels with the
  * same value; '{}' short-cuts the check). (A task retried while its old
  * attempt still runs is `ready`, not waiting, until that attempt ends:
- * core/cancel-plan.ts.)
- * json_each compares keys and values as data, so no character in them is
- * special. The IMMEDIATE transaction holds SQLite's one write lock from the
- * first statement, so two callers (in this process or another) never claim
- * the same task; the second simply gets the next one.
+ * core/cancel-plan.ts.) json_each compares keys and values as data, so no
+ * character in them is special. claimNext runs it, inserts the attempt and
+ * updates the task once (one change in the feed, one counter move), all in
+ * one IMMEDIATE transaction: it holds SQLite's one write lock from the first
+ * statement, so two callers (in this process or another) never claim the same
+ * task; the second simply gets the next one.
  */
-export const CLAIM_SQL = `UPDATE tasks SET state = 'running', updated_at = @now
-WHERE id = (
-  SELECT t.id FROM tasks t
-  WHERE t.state = 'waiting'
-    AND (t.requires = '{}' OR NOT EXISTS (
-      SELECT 1 FROM json_each(t.requires) r
-      WHERE NOT EXISTS (SELECT 1 FROM json_each(@labels) l WHERE l.key = r.key AND l.value = r.value)))
-  ORDER BY t.priority DESC, t.id ASC
-  LIMIT 1)
-RETURNING *`;
+export const CLAIM_SQL = `SELECT t.id, t.attempts FROM tasks t
+WHERE t.state = 'waiting'
+  AND (t.requires = '{}' OR NOT EXISTS (
+    SELECT 1 FROM json_each(t.requires) r
+    WHERE NOT EXISTS (SELECT 1 FROM json_each(@labels) l WHERE l.key = r.key AND l.value = r.value)))
+ORDER BY t.priority DESC, t.id ASC
+LIMIT 1`;
 
 type Fenced = { ok: true; attempt: AttemptRow; task: TaskRow } | { ok: false; reason: FenceReason };
 
@@ -78,16 +75,18 @@ export function sqliteAttempts(d: SqliteDb): AttemptStore {
     async claimNext(worker: ClaimingWorker, now: number, leaseMs: number): Promise<Claim | null> {
       return d.write(() => {
         assertTransition('waiting', 'running', 'claimed');
-        const claimed = d.q(CLAIM_SQL).get({ now, labels: JSON.stringify(worker.labels) }) as TaskRow | undefined;
-        if (!claimed) return null;
-        const number = claimed.attempts + 1;
+        const picked = d.q(CLAIM_SQL).get({ labels: JSON.stringify(worker.labels) }) as Pick<TaskRow, 'id' | 'attempts'> | undefined;
+        if (!picked) return null;
+        const number = picked.attempts + 1;
         const attempt = d
           .q(
             `INSERT INTO attempts (task_id, number, worker_id, fencing_token, state, started_at, lease_expires_at)
              VALUES (?, ?, ?, ?, 'running', ?, ?) RETURNING *`,
           )
-          .get(claimed.id, number, worker.id, newFencingToken(), now, now + leaseMs) as AttemptRow;
-        const task = d.q('UPDATE tasks SET attempts = ?, current_attempt_id = ? WHERE id = ? RETURNING *').get(number, attempt.id, claimed.id) as TaskRow;
+          .get(picked.id, number, worker.id, newFencingToken(), now, now + leaseMs) as AttemptRow;
+        const task = d
+          .q("UPDATE tasks SET state = 'running', attempts = ?, current_attempt_id = ?, updated_at = ? WHERE id = ? AND state = 'waiting' RETURNING *")
+          .get(number, attempt.id, now, picked.id) as TaskRow;
         insertEvent(d, task.id, 'waiting', 'running', 'claimed', SCHEDULER_ACTOR, now, { attemptId: attempt.id, attempt: number, workerId: worker.id });
         d.signal({ kind: 'task', taskId: task.id });
         return { task: taskFromRow(task), attempt: attemptFromRow(attempt) };

@@ -37,6 +37,8 @@ type Pending = { fn: () => unknown; resolve: (v: unknown) => void; reject: (e: u
 
 export class SqliteDb {
   private readonly statements = new Map<string, Stmt>();
+  /** Statements in raw mode (rows as arrays), apart from `statements`: a statement's mode is its own state. */
+  private readonly rawStatements = new Map<string, Stmt>();
   private readonly pending: Pending[] = [];
   private readonly listeners = new Set<(s: StoreSignal) => void>();
   /** Signals of the write running now; kept only if it commits. */
@@ -54,6 +56,20 @@ export class SqliteDb {
     if (!s) {
       s = this.db.prepare(sql);
       this.statements.set(sql, s);
+    }
+    return s;
+  }
+
+  /**
+   * A cached prepared statement whose rows are arrays in column order
+   * (better-sqlite3 raw mode): no object per row, for the hot list reads whose
+   * rows are mapped field by field anyway.
+   */
+  qRaw(sql: string): Stmt {
+    let s = this.rawStatements.get(sql);
+    if (!s) {
+      s = this.db.prepare(sql).raw(true);
+      this.rawStatements.set(sql, s);
     }
     return s;
   }
@@ -152,6 +168,7 @@ export class SqliteDb {
   async close(): Promise<void> {
     this.flush();
     this.statements.clear();
+    this.rawStatements.clear();
     try {
       if (this.db.open) this.db.close();
     } finally {

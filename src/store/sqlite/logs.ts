@@ -5,6 +5,16 @@ import { logChunkFromRow, type LogChunkRow } from '../rows.js';
 import { fence } from './attempts.js';
 import type { SqliteDb } from './db.js';
 
+/**
+ * Exported for the query-plan tests. `before` names its index: with the
+ * statistics of ANALYZE the planner may walk the primary key backwards and
+ * filter on task_id, assuming a task's chunks are spread evenly over the ids,
+ * which a long log written before many others is not (query-plans.test.ts).
+ */
+export const LOG_SQL = {
+  before: 'SELECT * FROM log_chunks INDEXED BY log_chunks_task_id WHERE task_id = ? AND id < ? ORDER BY id DESC LIMIT ?',
+};
+
 export function sqliteLogs(d: SqliteDb): LogStore {
   return {
     /** The fence and the inserts are one transaction; a chunk whose (attempt, seq) is stored is skipped (a re-send). */
@@ -29,6 +39,14 @@ export function sqliteLogs(d: SqliteDb): LogStore {
             ? d.q('SELECT * FROM log_chunks WHERE task_id = ? AND id > ? ORDER BY id LIMIT ?').all(taskId, afterId, limit)
             : d.q('SELECT * FROM log_chunks WHERE task_id = ? AND id > ? AND attempt = ? ORDER BY id LIMIT ?').all(taskId, afterId, attempt, limit);
         return (rows as LogChunkRow[]).map(logChunkFromRow);
+      });
+    },
+
+    /** Reads backwards on log_chunks_task_id (task_id, id) and returns the page in ascending order. */
+    async readLogsBefore(taskId: string, beforeId: number | null, limit: number): Promise<LogChunk[]> {
+      return d.read(() => {
+        const rows = d.q(LOG_SQL.before).all(taskId, beforeId ?? Number.MAX_SAFE_INTEGER, limit) as LogChunkRow[];
+        return rows.reverse().map(logChunkFromRow);
       });
     },
   };

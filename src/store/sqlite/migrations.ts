@@ -162,6 +162,156 @@ CREATE UNIQUE INDEX tasks_owner_idempotency_key ON tasks (owner, idempotency_key
 ALTER TABLE workers ADD COLUMN token_id TEXT;
 `,
   },
+  {
+    version: 4,
+    name: 'dashboard: web sessions, sign-in codes, worker drain time, change feed, task counters, minute stats, list indexes',
+    sql: `
+-- When an admin asked the worker to drain (workers.ts requestDrain); NULL when not
+-- draining. registerWorker clears it (a worker that comes back is not draining).
+ALTER TABLE workers ADD COLUMN draining_at INTEGER;
+
+-- Dashboard sessions (store/web-sessions.ts): only sha256 (hex) of the cookie's
+-- secret is stored. Bound to the token that signed in: revoking it ends them.
+CREATE TABLE web_sessions (
+  id_hash     TEXT PRIMARY KEY,
+  token_id    TEXT NOT NULL REFERENCES tokens(id),
+  created_at  INTEGER NOT NULL,
+  expires_at  INTEGER NOT NULL
+);
+CREATE INDEX web_sessions_token_id ON web_sessions (token_id);
+CREATE INDEX web_sessions_expires_at ON web_sessions (expires_at);
+
+-- One-time sign-in codes (sha256 hex), consumed by one guarded DELETE.
+CREATE TABLE login_codes (
+  code_hash   TEXT PRIMARY KEY,
+  token_id    TEXT NOT NULL REFERENCES tokens(id),
+  expires_at  INTEGER NOT NULL
+);
+CREATE INDEX login_codes_expires_at ON login_codes (expires_at);
+
+-- The change feed (store/feed.ts): one row per insert or update of a task and per
+-- change of a worker other than a heartbeat, written by the triggers below in the
+-- writing transaction, so no write path can forget one. One writer at a time, so
+-- AUTOINCREMENT ids are commit order and the cursor is the id. xid (the writing
+-- transaction, PostgreSQL's order) is always 0 here: kept so both schemas hold the
+-- same columns.
+CREATE TABLE changes (
+  id     INTEGER PRIMARY KEY AUTOINCREMENT,
+  xid    INTEGER NOT NULL DEFAULT 0,
+  topic  TEXT NOT NULL CHECK (topic IN ('task', 'worker')),
+  ref    TEXT NOT NULL,
+  owner  TEXT,
+  state  TEXT,
+  at     INTEGER NOT NULL
+);
+-- A user's feed (readChanges with owner); the unfiltered one reads the primary key.
+CREATE INDEX changes_owner_id ON changes (owner, id);
+-- The newest pruned position (pruneFeed): a cursor before it has missed changes.
+CREATE TABLE feed_meta (
+  id          INTEGER PRIMARY KEY CHECK (id = 1),
+  pruned_xid  INTEGER NOT NULL,
+  pruned_id   INTEGER NOT NULL
+);
+INSERT INTO feed_meta (id, pruned_xid, pruned_id) VALUES (1, 0, 0);
+
+CREATE TRIGGER tasks_feed_insert AFTER INSERT ON tasks BEGIN
+  INSERT INTO changes (topic, ref, owner, state, at) VALUES ('task', NEW.id, NEW.owner, NEW.state, NEW.updated_at);
+END;
+CREATE TRIGGER tasks_feed_update AFTER UPDATE ON tasks BEGIN
+  INSERT INTO changes (topic, ref, owner, state, at) VALUES ('task', NEW.id, NEW.owner, NEW.state, NEW.updated_at);
+END;
+-- at: the write's time (a registration's or disconnect's last_seen_at, a drain's draining_at).
+CREATE TRIGGER workers_feed_insert AFTER INSERT ON workers BEGIN
+  INSERT INTO changes (topic, ref, owner, state, at) VALUES ('worker', NEW.id, NULL, NULL, max(NEW.last_seen_at, coalesce(NEW.draining_at, 0)));
+END;
+-- Every column but last_seen_at (a heartbeat changes only that); a new workers column is added here.
+CREATE TRIGGER workers_feed_update AFTER UPDATE ON workers
+WHEN OLD.hostname IS NOT NEW.hostname OR OLD.slots IS NOT NEW.slots OR OLD.labels IS NOT NEW.labels
+  OR OLD.connected_at IS NOT NEW.connected_at OR OLD.state IS NOT NEW.state OR OLD.token_id IS NOT NEW.token_id
+  OR OLD.draining_at IS NOT NEW.draining_at
+BEGIN
+  INSERT INTO changes (topic, ref, owner, state, at) VALUES ('worker', NEW.id, NULL, NULL, max(NEW.last_seen_at, coalesce(NEW.draining_at, 0)));
+END;
+
+-- Tasks per owner and state, kept by triggers (countTasksByState sums them: no
+-- scan of tasks). shard: PostgreSQL spreads one (owner, state) over 16 rows so that
+-- concurrent commits rarely wait on one counter; one writer here, so always 0.
+-- Every change is an upsert (+1 / -1), so a counter row appears when first needed.
+CREATE TABLE task_counts (
+  owner  TEXT NOT NULL,
+  state  TEXT NOT NULL,
+  shard  INTEGER NOT NULL,
+  n      INTEGER NOT NULL,
+  PRIMARY KEY (owner, state, shard)
+) WITHOUT ROWID;
+INSERT INTO task_counts (owner, state, shard, n) SELECT owner, state, 0, count(*) FROM tasks GROUP BY owner, state;
+CREATE TRIGGER tasks_count_insert AFTER INSERT ON tasks BEGIN
+  INSERT INTO task_counts (owner, state, shard, n) VALUES (NEW.owner, NEW.state, 0, 1)
+    ON CONFLICT (owner, state, shard) DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER tasks_count_update AFTER UPDATE OF state, owner ON tasks
+WHEN OLD.state IS NOT NEW.state OR OLD.owner IS NOT NEW.owner
+BEGIN
+  INSERT INTO task_counts (owner, state, shard, n) VALUES (OLD.owner, OLD.state, 0, -1)
+    ON CONFLICT (owner, state, shard) DO UPDATE SET n = n - 1;
+  INSERT INTO task_counts (owner, state, shard, n) VALUES (NEW.owner, NEW.state, 0, 1)
+    ON CONFLICT (owner, state, shard) DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER tasks_count_delete AFTER DELETE ON tasks BEGIN
+  INSERT INTO task_counts (owner, state, shard, n) VALUES (OLD.owner, OLD.state, 0, -1)
+    ON CONFLICT (owner, state, shard) DO UPDATE SET n = n - 1;
+END;
+
+-- Activity per minute (epoch ms floored to the minute) and owner (minuteStats), kept
+-- by triggers: an attempt inserted counts as started in its started_at minute (and
+-- a first attempt adds its submit-to-start latency, never below 0); a task entering
+-- succeeded, failed or cancelled from a non-terminal state counts in its
+-- updated_at minute. Not backfilled: history starts with this version. shard as above.
+CREATE TABLE task_minutes (
+  minute          INTEGER NOT NULL,
+  owner           TEXT NOT NULL,
+  shard           INTEGER NOT NULL,
+  started         INTEGER NOT NULL DEFAULT 0,
+  succeeded       INTEGER NOT NULL DEFAULT 0,
+  failed          INTEGER NOT NULL DEFAULT 0,
+  cancelled       INTEGER NOT NULL DEFAULT 0,
+  latency_count   INTEGER NOT NULL DEFAULT 0,
+  latency_sum_ms  INTEGER NOT NULL DEFAULT 0,
+  latency_max_ms  INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (minute, owner, shard)
+) WITHOUT ROWID;
+-- One owner's minutes (minuteStats with owner); all owners read the primary key.
+CREATE INDEX task_minutes_owner ON task_minutes (owner, minute);
+CREATE TRIGGER attempts_minute_insert AFTER INSERT ON attempts BEGIN
+  INSERT INTO task_minutes (minute, owner, shard, started, latency_count, latency_sum_ms, latency_max_ms)
+    SELECT NEW.started_at - NEW.started_at % 60000, t.owner, 0, 1, NEW.number = 1,
+      CASE WHEN NEW.number = 1 THEN max(0, NEW.started_at - t.created_at) ELSE 0 END,
+      CASE WHEN NEW.number = 1 THEN max(0, NEW.started_at - t.created_at) ELSE 0 END
+    FROM tasks t WHERE t.id = NEW.task_id
+    ON CONFLICT (minute, owner, shard) DO UPDATE SET started = started + 1, latency_count = latency_count + excluded.latency_count,
+      latency_sum_ms = latency_sum_ms + excluded.latency_sum_ms, latency_max_ms = max(latency_max_ms, excluded.latency_max_ms);
+END;
+CREATE TRIGGER tasks_minute_end AFTER UPDATE OF state ON tasks
+WHEN NEW.state IN ('succeeded', 'failed', 'cancelled') AND OLD.state NOT IN ('succeeded', 'failed', 'cancelled')
+BEGIN
+  INSERT INTO task_minutes (minute, owner, shard, succeeded, failed, cancelled)
+    VALUES (NEW.updated_at - NEW.updated_at % 60000, NEW.owner, 0, NEW.state = 'succeeded', NEW.state = 'failed', NEW.state = 'cancelled')
+    ON CONFLICT (minute, owner, shard) DO UPDATE SET succeeded = succeeded + excluded.succeeded, failed = failed + excluded.failed,
+      cancelled = cancelled + excluded.cancelled;
+END;
+
+-- The Tasks page (task-list.ts): every filter is an equality and an id range (or a
+-- name range) on one of these, read newest first. The time range became an id
+-- range, so tasks_created_at is unused; tasks_name is replaced by (name, id).
+DROP INDEX tasks_created_at;
+DROP INDEX tasks_name;
+CREATE INDEX tasks_owner_state_id ON tasks (owner, state, id);
+CREATE INDEX tasks_name_id ON tasks (name, id);
+CREATE INDEX tasks_owner_name_id ON tasks (owner, name, id);
+-- runningAttempts (per worker, oldest first): only running attempts are in it.
+CREATE INDEX attempts_running_worker ON attempts (worker_id, started_at, id) WHERE state = 'running';
+`,
+  },
 ];
 
 /** The schema version this code writes. */

@@ -1,7 +1,8 @@
 /**
  * The embedded store: SQLite through better-sqlite3 (design.md: the datastore
  * is also the queue). This file only composes the concern files (tokens.ts,
- * tasks.ts, attempts.ts, logs.ts, workers.ts, leadership.ts) over one
+ * tasks.ts, attempts.ts, logs.ts, workers.ts, leadership.ts, web-sessions.ts,
+ * feed.ts, task-views.ts) over one
  * connection (db.ts: open, group commit, signals; its header states the
  * concurrency model). One server per file: signals stay in this process, and
  * with `lock: true` a second server on the same file is refused.
@@ -10,11 +11,14 @@ import type Database from 'better-sqlite3';
 import type { Store, StoreCapabilities } from '../store.js';
 import { sqliteAttempts } from './attempts.js';
 import { openSqliteDb, type OpenSqliteOptions } from './db.js';
+import { sqliteFeed } from './feed.js';
 import { sqliteLeadership } from './leadership.js';
 import { sqliteLogs } from './logs.js';
 import { migrate } from './migrations.js';
 import { sqliteTasks } from './tasks.js';
+import { sqliteTaskViews } from './task-views.js';
 import { sqliteTokens } from './tokens.js';
+import { sqliteWebSessions } from './web-sessions.js';
 import { sqliteWorkers } from './workers.js';
 
 export type { OpenSqliteOptions } from './db.js';
@@ -42,6 +46,9 @@ export function openSqliteStore(path: string, opts: OpenSqliteOptions = {}): Sql
     ...sqliteLogs(d),
     ...sqliteWorkers(d),
     ...sqliteLeadership(d),
+    ...sqliteWebSessions(d),
+    ...sqliteFeed(d),
+    ...sqliteTaskViews(d),
     onSignal: (listener) => d.onSignal(listener),
     migrate: () => migrate(d),
     close: () => d.close(),

@@ -13,6 +13,8 @@ import type { CancelResult, CreateResult, Idempotency, TaskFilter, TaskPage, Tas
 import type { SqliteDb } from './db.js';
 import { attemptRow, checkLimit, insertEvent, runningAttemptOf, SCHEDULER_ACTOR, taskRow } from './records.js';
 import { isUniqueViolation } from './sqlite-errors.js';
+import { sqliteTaskListQuery } from './task-views.js';
+import { pageOf } from '../task-list.js';
 
 function idempotencyConflict(key: string, taskId: string): ConflictError {
   return new ConflictError(
@@ -76,46 +78,15 @@ export function sqliteTasks(d: SqliteDb): TaskStore {
     },
 
     /**
-     * Newest first (id DESC; ids are ULIDs). Keyset pagination: a page is the
-     * first `limit` rows with id < cursor; one more row is fetched to know
-     * whether another page exists.
+     * Newest first (id DESC; ids are ULIDs), keyset by id: the query of
+     * task-list.ts (every filter an index range), with all columns.
      */
     async listTasks(filter: TaskFilter): Promise<TaskPage> {
-      const { limit } = filter;
-      checkLimit(limit);
+      checkLimit(filter.limit);
+      const q = sqliteTaskListQuery(filter, 'tasks');
       return d.read(() => {
-        const where: string[] = [];
-        const params: Record<string, unknown> = { take: limit + 1 };
-        if (filter.state !== undefined) {
-          where.push('state = @state');
-          params.state = filter.state;
-        }
-        if (filter.owner !== undefined) {
-          where.push('owner = @owner');
-          params.owner = filter.owner;
-        }
-        if (filter.namePrefix !== undefined && filter.namePrefix !== '') {
-          // GLOB is case-sensitive like a prefix should be, and can use the name index; its wildcards are escaped.
-          where.push('name GLOB @nameGlob');
-          params.nameGlob = `${filter.namePrefix.replace(/[*?[]/g, '[$&]')}*`;
-        }
-        if (filter.createdAfter !== undefined) {
-          where.push('created_at >= @createdAfter');
-          params.createdAfter = filter.createdAfter;
-        }
-        if (filter.createdBefore !== undefined) {
-          where.push('created_at < @createdBefore');
-          params.createdBefore = filter.createdBefore;
-        }
-        if (filter.cursor !== undefined) {
-          where.push('id < @cursor');
-          params.cursor = filter.cursor;
-        }
-        const sql = `SELECT * FROM tasks${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT @take`;
-        const rows = d.q(sql).all(params) as TaskRow[];
-        const more = rows.length > limit;
-        const tasks = rows.slice(0, limit).map(taskFromRow);
-        return { tasks, nextCursor: more ? tasks[tasks.length - 1]!.id : null };
+        const { items, nextCursor } = pageOf(d.q(q.sql).all(...q.params) as TaskRow[], filter.limit);
+        return { tasks: items.map(taskFromRow), nextCursor };
       });
     },
 

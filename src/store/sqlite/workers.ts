@@ -9,16 +9,18 @@ export function sqliteWorkers(d: SqliteDb): WorkerStore {
      * One upsert: a new id is inserted bound to `tokenId`; an existing row
      * changes only if it is bound to this token, to none (registered before
      * tokens were recorded), or to no live token (revoked). RETURNING yields no
-     * row when the WHERE refused the update.
+     * row when the WHERE refused the update. A registration ends a drain
+     * (draining_at = NULL): the worker that says hello again takes work.
      */
-    async registerWorker(w: Omit<WorkerRecord, 'state'>, tokenId: string): Promise<boolean> {
+    async registerWorker(w: Omit<WorkerRecord, 'state' | 'drainingAt'>, tokenId: string): Promise<boolean> {
       return d.write(() => {
         const row = d
           .q(
-            `INSERT INTO workers (id, hostname, slots, labels, connected_at, last_seen_at, state, token_id)
-             VALUES (@id, @hostname, @slots, @labels, @connectedAt, @lastSeenAt, 'connected', @tokenId)
+            `INSERT INTO workers (id, hostname, slots, labels, connected_at, last_seen_at, state, token_id, draining_at)
+             VALUES (@id, @hostname, @slots, @labels, @connectedAt, @lastSeenAt, 'connected', @tokenId, NULL)
              ON CONFLICT (id) DO UPDATE SET hostname = excluded.hostname, slots = excluded.slots, labels = excluded.labels,
-               connected_at = excluded.connected_at, last_seen_at = excluded.last_seen_at, state = 'connected', token_id = excluded.token_id
+               connected_at = excluded.connected_at, last_seen_at = excluded.last_seen_at, state = 'connected', token_id = excluded.token_id,
+               draining_at = NULL
              WHERE workers.token_id IS NULL OR workers.token_id = excluded.token_id
                OR NOT EXISTS (SELECT 1 FROM tokens t WHERE t.id = workers.token_id AND t.revoked_at IS NULL)
              RETURNING id`,
@@ -48,9 +50,13 @@ export function sqliteWorkers(d: SqliteDb): WorkerStore {
       });
     },
 
-    async requestDrain(workerId: string, reason: string): Promise<boolean> {
+    /**
+     * One UPDATE records the drain (a second request keeps the first time) and
+     * tells whether the worker exists; the signal goes out after the commit.
+     */
+    async requestDrain(workerId: string, reason: string, now: number): Promise<boolean> {
       return d.write(() => {
-        if (!d.q('SELECT 1 FROM workers WHERE id = ?').get(workerId)) return false;
+        if (!d.q('UPDATE workers SET draining_at = coalesce(draining_at, ?) WHERE id = ? RETURNING id').get(now, workerId)) return false;
         d.signal({ kind: 'drain', workerId, reason });
         return true;
       });

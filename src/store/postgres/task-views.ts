@@ -1,0 +1,90 @@
+/**
+ * Read models on PostgreSQL (store/task-views.ts): summary pages, counts from
+ * the sharded counters, minute stats, running attempts. The SQL builders are
+ * exported so that test/store/query-plans.test.ts explains the very queries
+ * run here.
+ */
+import type { TaskState } from '../../core/task-state.js';
+import type { TaskFilter } from '../tasks.js';
+import type { MinuteStat, RunningAttemptView, TaskSummary, TaskSummaryPage, TaskViewStore } from '../task-views.js';
+import { checkSummaryIds, pageOf, SUMMARY_FROM, summaryColumns, taskListSql } from '../task-list.js';
+import { countsOf, minuteFloor, minuteStatFromRow, runningAttemptFromRow, taskSummaryFromRow, type MinuteStatRow, type RunningAttemptRow, type TaskSummaryRow } from '../rows.js';
+import type { Db } from './db.js';
+import { checkLimit } from './sql.js';
+
+const SUMMARY_COLUMNS = summaryColumns("(t.result::json ->> 'error')");
+
+export interface PostgresQuery {
+  sql: string;
+  params: unknown[];
+}
+
+/** listTasks (`*` of tasks) or listTaskSummaries (summary columns joined with the current attempt). */
+export function postgresTaskListQuery(filter: TaskFilter, shape: 'tasks' | 'summaries'): PostgresQuery {
+  const params: unknown[] = [];
+  const param = (v: unknown) => {
+    params.push(v);
+    return `$${params.length}`;
+  };
+  const sql = shape === 'tasks' ? taskListSql(filter, 't.*', 'tasks t', param) : taskListSql(filter, SUMMARY_COLUMNS, SUMMARY_FROM, param);
+  return { sql, params };
+}
+
+/** sum() of BIGINT is NUMERIC (a string in pg): cast back, every total fits. */
+export const VIEW_SQL = {
+  summariesOf: `SELECT ${SUMMARY_COLUMNS} FROM ${SUMMARY_FROM} WHERE t.id = ANY($1::text[])`,
+  countsAll: 'SELECT state, sum(n)::bigint AS n FROM task_counts GROUP BY state',
+  countsOwner: 'SELECT state, sum(n)::bigint AS n FROM task_counts WHERE owner = $1 GROUP BY state',
+  minutes: (owner: boolean) =>
+    `SELECT minute, sum(started)::bigint AS started, sum(succeeded)::bigint AS succeeded, sum(failed)::bigint AS failed,
+       sum(cancelled)::bigint AS cancelled, sum(latency_count)::bigint AS latency_count, sum(latency_sum_ms)::bigint AS latency_sum_ms,
+       max(latency_max_ms) AS latency_max_ms
+     FROM task_minutes WHERE ${owner ? 'owner = $3 AND ' : ''}minute >= $1 AND minute < $2 GROUP BY minute ORDER BY minute`,
+  running: (worker: boolean) =>
+    `SELECT a.id AS attempt_id, a.task_id, t.name AS task_name, t.owner, a.worker_id, a.started_at
+     FROM attempts a JOIN tasks t ON t.id = a.task_id
+     WHERE a.state = 'running'${worker ? ' AND a.worker_id = $1' : ''} ORDER BY a.started_at, a.id`,
+};
+
+export function postgresTaskViews(db: Db): TaskViewStore {
+  return {
+    async listTaskSummaries(filter: TaskFilter): Promise<TaskSummaryPage> {
+      checkLimit('limit', filter.limit);
+      const q = postgresTaskListQuery(filter, 'summaries');
+      return db.read(async (c) => {
+        const { items, nextCursor } = pageOf((await c.query<TaskSummaryRow>(db.prepared(q.sql, q.params))).rows, filter.limit);
+        return { tasks: items.map(taskSummaryFromRow), nextCursor };
+      });
+    },
+
+    async getTaskSummaries(ids: readonly string[]): Promise<TaskSummary[]> {
+      checkSummaryIds(ids);
+      if (ids.length === 0) return [];
+      return db.read(async (c) => (await c.query<TaskSummaryRow>(db.prepared(VIEW_SQL.summariesOf, [ids]))).rows.map(taskSummaryFromRow));
+    },
+
+    async countTasksByState(owner?: string): Promise<Record<TaskState, number>> {
+      return db.read(async (c) =>
+        countsOf((await c.query<{ state: string; n: number }>(owner === undefined ? db.prepared(VIEW_SQL.countsAll) : db.prepared(VIEW_SQL.countsOwner, [owner]))).rows),
+      );
+    },
+
+    async minuteStats(since: number, until: number, owner?: string): Promise<MinuteStat[]> {
+      const params: unknown[] = [minuteFloor(since), until];
+      if (owner !== undefined) params.push(owner);
+      return db.read(async (c) => (await c.query<MinuteStatRow>(VIEW_SQL.minutes(owner !== undefined), params)).rows.map(minuteStatFromRow));
+    },
+
+    async runningAttempts(workerId?: string): Promise<RunningAttemptView[]> {
+      return db.read(async (c) =>
+        (workerId === undefined ? await c.query<RunningAttemptRow>(VIEW_SQL.running(false)) : await c.query<RunningAttemptRow>(VIEW_SQL.running(true), [workerId])).rows.map(
+          runningAttemptFromRow,
+        ),
+      );
+    },
+
+    async pruneMinuteStats(before: number): Promise<number> {
+      return db.write(async (tx) => (await tx.query('DELETE FROM task_minutes WHERE minute < $1', [before])).rowCount ?? 0);
+    },
+  };
+}

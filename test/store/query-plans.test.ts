@@ -1,0 +1,292 @@
+/**
+ * The read models' queries use indexes (store/task-views.ts): after filling
+ * 30,000 tasks (with attempts, changes, counters, minute rows and log chunks)
+ * and ANALYZE, the plans of the very SQL the stores run (their exported
+ * builders, with the values a page would pass) must show an index on tasks,
+ * no full scan of a large table, and no sort of the whole table.
+ *
+ * Sorts that are accepted, and why:
+ *   - a name-prefix filter reads the (name, id) or (owner, name, id) range and
+ *     sorts only the rows in that range by id (a b-tree cannot give one name
+ *     range in id order); or, where the planner judges the prefix common, it
+ *     reads an index in id order and stops at the limit, with no sort;
+ *   - PostgreSQL may sort (top-N) the rows an index condition matched when it
+ *     estimates them to be few (at most SORT_ROWS_MAX, 5% of the table), rather
+ *     than read the index in order: never a sort of the table;
+ *   - PostgreSQL readChanges sorts the at most `limit` changes its LIMITed
+ *     lateral read returned (the outer ORDER BY that makes the order a
+ *     guarantee, not a plan accident);
+ *   - runningAttempts sorts the running attempts (of one worker) only: a
+ *     partial index holds just those; minuteStats sorts the rows of its minute range.
+ * Needs PostgreSQL like the other PostgreSQL suites (DROVER_TEST_SKIP_POSTGRES=1 skips that half).
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import pg from 'pg';
+import { newTaskId } from '../../src/core/ids.js';
+import { FEED_SQL as PG_FEED_SQL } from '../../src/store/postgres/feed.js';
+import { LOG_SQL as PG_LOG_SQL } from '../../src/store/postgres/logs.js';
+import { openPostgresStore } from '../../src/store/postgres/postgres-store.js';
+import { postgresTaskListQuery, VIEW_SQL as PG_VIEW_SQL } from '../../src/store/postgres/task-views.js';
+import { FEED_SQL as LITE_FEED_SQL } from '../../src/store/sqlite/feed.js';
+import { LOG_SQL as LITE_LOG_SQL } from '../../src/store/sqlite/logs.js';
+import { openSqliteStore, type SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import { sqliteTaskListQuery, VIEW_SQL as LITE_VIEW_SQL } from '../../src/store/sqlite/task-views.js';
+import type { TaskFilter } from '../../src/store/tasks.js';
+import { createTestDatabase, dropAllTestDatabases, PG_SKIP_REASON, requirePostgres, type TestDatabase } from '../support/postgres.js';
+
+const PG = await requirePostgres();
+const T0 = 1_700_000_000_000;
+const N = 30_000;
+const NAMES = ['build-web', 'build-api', 'deploy-eu', 'deploy-us', 'test-unit', 'test-e2e', 'nightly', 'report'];
+/** 60 running (a fleet's slots), 5% waiting, 5% retrying, 8% cancelled, 10% failed, the rest succeeded: a scheduler some time in. */
+function stateOf(i: number): string {
+  if (i % 500 === 7) return 'running';
+  const k = i % 100;
+  return k < 5 ? 'waiting' : k < 10 ? 'retrying' : k < 18 ? 'cancelled' : k < 28 ? 'failed' : 'succeeded';
+}
+
+interface Row {
+  id: string;
+  owner: string;
+  name: string;
+  state: string;
+  createdAt: number;
+}
+/** One task every 100 ms, over 50 owners and 8 name families. */
+const ROWS: Row[] = Array.from({ length: N }, (_, i) => ({
+  id: newTaskId(T0 + i * 100),
+  owner: `u${i % 50}`,
+  name: `${NAMES[(i * 7) % NAMES.length]}-${i % 97}`,
+  state: stateOf(i),
+  createdAt: T0 + i * 100,
+}));
+const MID = ROWS[N / 2]!;
+/** A task with a long log (5,010 chunks), which a viewer pages backwards from its end. */
+const BIG_LOG = ROWS[N - 1]!.id;
+/** The most rows a plan may sort: what an index condition matched, a small part of the table. */
+const SORT_ROWS_MAX = N / 20;
+
+interface Variant {
+  name: string;
+  filter: Omit<TaskFilter, 'limit'>;
+  /** A sort of the rows of a name range is accepted (see the header). */
+  nameRangeSort?: boolean;
+  /** No index condition on tasks is needed: the unfiltered first page reads the primary key in order and stops at the limit. */
+  unfiltered?: boolean;
+}
+const VARIANTS: Variant[] = [
+  { name: 'no filter', filter: {}, unfiltered: true },
+  { name: 'keyset cursor', filter: { cursor: MID.id } },
+  { name: 'state', filter: { state: 'running' } },
+  { name: 'state + cursor', filter: { state: 'waiting', cursor: MID.id } },
+  { name: 'owner', filter: { owner: 'u7' } },
+  { name: 'owner + cursor', filter: { owner: 'u7', cursor: MID.id } },
+  { name: 'owner + state', filter: { owner: 'u7', state: 'failed' } },
+  { name: 'owner + state + cursor', filter: { owner: 'u7', state: 'cancelled', cursor: MID.id } },
+  { name: 'name prefix', filter: { namePrefix: 'deploy-eu-4' }, nameRangeSort: true },
+  { name: 'owner + name prefix', filter: { owner: 'u7', namePrefix: 'build-' }, nameRangeSort: true },
+  { name: 'id prefix', filter: { idPrefix: MID.id.slice(0, 11) } },
+  { name: 'time range', filter: { createdAfter: T0 + 1_000_000, createdBefore: T0 + 1_100_000 } },
+  { name: 'time range + owner', filter: { owner: 'u3', createdAfter: T0 + 1_000_000, createdBefore: T0 + 1_500_000 } },
+  { name: 'created after + state', filter: { state: 'running', createdAfter: T0 + 2_500_000 } },
+  { name: 'state + id prefix', filter: { state: 'succeeded', idPrefix: MID.id.slice(0, 10) } },
+];
+
+after(async () => {
+  if (PG) await dropAllTestDatabases();
+});
+
+describe('query plans: SQLite', () => {
+  let s: SqliteStore;
+  before(async () => {
+    s = openSqliteStore(':memory:');
+    await s.migrate();
+    s.db.transaction(() => {
+      const ins = s.db.prepare(
+        `INSERT INTO tasks (id, owner, name, kind, state, command, args, script, interpreter, env, timeout_ms, max_retries, retry_base_delay_ms,
+           retry_factor, retry_max_delay_ms, priority, labels, requires, created_at, updated_at)
+         VALUES (?, ?, ?, 'batch', ?, 'true', '[]', NULL, '[]', '{}', NULL, 0, 1000, 2, 60000, 0, '{}', '{}', ?, ?)`,
+      );
+      for (const r of ROWS) ins.run(r.id, r.owner, r.name, r.state, r.createdAt, r.createdAt);
+      s.db.exec(`
+        INSERT INTO attempts (task_id, number, worker_id, fencing_token, state, started_at, lease_expires_at, ended_at)
+          SELECT id, 1, 'w' || (created_at / 100 % 20), '', CASE WHEN state = 'running' THEN 'running' ELSE 'succeeded' END,
+                 created_at + 50, created_at + 60000, CASE WHEN state = 'running' THEN NULL ELSE created_at + 90 END
+          FROM tasks WHERE state <> 'waiting' ORDER BY id;
+        UPDATE tasks SET attempts = 1, current_attempt_id = (SELECT a.id FROM attempts a WHERE a.task_id = tasks.id AND a.number = 1) WHERE state <> 'waiting';
+        WITH RECURSIVE g(k) AS (SELECT 10 UNION ALL SELECT k + 1 FROM g WHERE k < 5009)
+        INSERT INTO log_chunks (task_id, attempt, seq, stream, at, data) SELECT '${BIG_LOG}', 1, g.k, 'stdout', ${T0}, x'00' FROM g;
+        WITH RECURSIVE g(k) AS (SELECT 0 UNION ALL SELECT k + 1 FROM g WHERE k < 9)
+        INSERT INTO log_chunks (task_id, attempt, seq, stream, at, data) SELECT t.id, 1, g.k, 'stdout', t.created_at, x'00' FROM (SELECT id, created_at FROM tasks ORDER BY id LIMIT 2000) t, g;
+        ANALYZE;
+      `);
+    })();
+  });
+  after(() => s.close());
+
+  const plan = (sql: string, params: unknown[]) => (s.db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as Array<{ detail: string }>).map((p) => p.detail);
+
+  it('the data is there', () => {
+    assert.equal((s.db.prepare('SELECT count(*) AS n FROM tasks').get() as { n: number }).n, N);
+    assert.ok((s.db.prepare('SELECT count(*) AS n FROM changes').get() as { n: number }).n >= N);
+  });
+
+  for (const v of VARIANTS) {
+    for (const shape of ['summaries', 'tasks'] as const) {
+      it(`list ${shape}, ${v.name}: an index on tasks, in id order${v.nameRangeSort ? ' (name range sorted)' : ''}`, () => {
+        const q = sqliteTaskListQuery({ ...v.filter, limit: 50 }, shape);
+        const p = plan(q.sql, q.params);
+        const onTasks = p.filter((d) => /^(SCAN|SEARCH) t\b/.test(d));
+        if (v.nameRangeSort) {
+          // The page's ids come from the covering name index (sorted: a name range is not
+          // in id order), then only those rows are read by primary key (sqlite/task-views.ts).
+          assert.equal(onTasks.length, 2, p.join('\n'));
+          assert.ok(onTasks.some((d) => /^SEARCH t USING INDEX sqlite_autoindex_tasks_1 \(id=\?\)$/.test(d)), p.join('\n'));
+          const inner = onTasks.find((d) => !/sqlite_autoindex_tasks_1 \(id=\?\)$/.test(d));
+          assert.match(inner ?? '', /^SEARCH t USING (COVERING )?INDEX \S+ \(/, p.join('\n'));
+          // Sorted only when read from the name range (else an index in id order, stopping at the limit).
+          if (p.some((d) => /TEMP B-TREE/.test(d))) assert.match(inner!, /^SEARCH t USING COVERING INDEX tasks_(owner_)?name_id \(.*name>\? AND name<\?\)/, p.join('\n'));
+          if (shape === 'summaries') assert.ok(p.some((d) => /^SEARCH a USING INTEGER PRIMARY KEY \(rowid=\?\)/.test(d)), p.join('\n'));
+          return;
+        }
+        assert.equal(onTasks.length, 1, p.join('\n'));
+        if (v.unfiltered) assert.match(onTasks[0]!, /^SCAN t USING (COVERING )?INDEX sqlite_autoindex_tasks_1$/, p.join('\n'));
+        else assert.match(onTasks[0]!, /^SEARCH t USING (COVERING )?INDEX \S+ \(/, p.join('\n'));
+        // A sort only of a name range; without a sort, the planner reads an index in id order.
+        if (p.some((d) => /TEMP B-TREE/.test(d))) {
+          assert.ok(v.nameRangeSort, p.join('\n'));
+          assert.match(onTasks[0]!, /tasks_(owner_)?name_id \(.*name>\? AND name<\?\)/, p.join('\n'));
+        }
+        if (shape === 'summaries') assert.ok(p.some((d) => /^SEARCH a USING INTEGER PRIMARY KEY \(rowid=\?\)/.test(d)), p.join('\n'));
+      });
+    }
+  }
+
+  it('the queries of the other read models and the feed use their indexes', () => {
+    const expect = (label: string, sql: string, params: unknown[], want: RegExp, sortOk = false) => {
+      const p = plan(sql, params);
+      assert.ok(p.some((d) => want.test(d)), `${label}:\n${p.join('\n')}`);
+      assert.ok(!p.some((d) => /^SCAN (tasks|t|attempts|a|changes|log_chunks)$/.test(d)), `${label}: a full scan\n${p.join('\n')}`);
+      if (!sortOk) assert.ok(!p.some((d) => /TEMP B-TREE/.test(d)), `${label}: a sort\n${p.join('\n')}`);
+    };
+    // Counts read the counters only, never tasks.
+    for (const [label, sql, params] of [
+      ['counts', LITE_VIEW_SQL.countsAll, []],
+      ['counts of an owner', LITE_VIEW_SQL.countsOwner, ['u7']],
+    ] as const) {
+      const p = plan(sql, [...params]);
+      assert.ok(p.every((d) => !/\btasks\b/.test(d)) && p.some((d) => /task_counts/.test(d)), `${label}:\n${p.join('\n')}`);
+    }
+    expect('counts of an owner', LITE_VIEW_SQL.countsOwner, ['u7'], /^SEARCH task_counts USING PRIMARY KEY \(owner=\?\)/);
+    expect('running attempts', LITE_VIEW_SQL.running(false), [], /attempts_running_/, true);
+    expect('running attempts of a worker', LITE_VIEW_SQL.running(true), ['w3'], /^SEARCH a USING INDEX attempts_running_worker \(worker_id=\?\)/);
+    expect('readChanges', LITE_FEED_SQL.all, [100, 200, 50], /^SEARCH changes USING INTEGER PRIMARY KEY \(rowid>\? AND rowid<\?\)/);
+    expect('readChanges of an owner', LITE_FEED_SQL.owner, ['u7', 100, 200, 50], /^SEARCH changes USING (COVERING )?INDEX changes_owner_id \(owner=\? AND (rowid|id)>\? AND (rowid|id)<\?\)/);
+    expect('readLogsBefore', LITE_LOG_SQL.before, [BIG_LOG, 1_000_000, 32], /^SEARCH log_chunks USING (COVERING )?INDEX log_chunks_task_id \(task_id=\? AND (rowid|id)<\?\)/);
+    expect('minute stats', LITE_VIEW_SQL.minutes(false), [T0 + 600_000, T0 + 900_000], /^SEARCH task_minutes USING PRIMARY KEY \(minute>\? AND minute<\?\)/);
+    expect('minute stats of an owner', LITE_VIEW_SQL.minutes(true), ['u7', T0 + 600_000, T0 + 900_000], /^SEARCH task_minutes USING (COVERING )?INDEX task_minutes_owner \(owner=\? AND minute>\? AND minute<\?\)/, true);
+  });
+});
+
+describe('query plans: PostgreSQL', { skip: PG ? false : PG_SKIP_REASON }, () => {
+  let db: TestDatabase;
+  let c: pg.Client;
+  before(async () => {
+    db = await createTestDatabase();
+    c = new pg.Client({ connectionString: db.url });
+    await c.connect();
+    await c.query(
+      `INSERT INTO tasks (id, owner, name, kind, state, command, args, script, interpreter, env, timeout_ms, max_retries, retry_base_delay_ms,
+         retry_factor, retry_max_delay_ms, priority, labels, requires, created_at, updated_at)
+       SELECT u.id, u.owner, u.name, 'batch', u.state, 'true', '[]', NULL, '[]', '{}', NULL, 0, 1000, 2, 60000, 0, '{}', '{}', u.created_at, u.created_at
+       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[]) AS u(id, owner, name, state, created_at)`,
+      [ROWS.map((r) => r.id), ROWS.map((r) => r.owner), ROWS.map((r) => r.name), ROWS.map((r) => r.state), ROWS.map((r) => r.createdAt)],
+    );
+    await c.query(`
+      INSERT INTO attempts (task_id, number, worker_id, fencing_token, state, started_at, lease_expires_at, ended_at)
+        SELECT id, 1, 'w' || (created_at / 100 % 20), '', CASE WHEN state = 'running' THEN 'running' ELSE 'succeeded' END,
+               created_at + 50, created_at + 60000, CASE WHEN state = 'running' THEN NULL ELSE created_at + 90 END
+        FROM tasks WHERE state <> 'waiting' ORDER BY id;
+      UPDATE tasks t SET attempts = 1, current_attempt_id = a.id FROM attempts a WHERE a.task_id = t.id;
+      INSERT INTO log_chunks (task_id, attempt, seq, stream, at, data) SELECT '${BIG_LOG}', 1, g, 'stdout', ${T0}, '\\x00' FROM generate_series(10, 5009) g;
+      INSERT INTO log_chunks (task_id, attempt, seq, stream, at, data)
+        SELECT t.id, 1, g, 'stdout', t.created_at, '\\x00' FROM (SELECT id, created_at FROM tasks ORDER BY id LIMIT 2000) t, generate_series(0, 9) g;
+      ANALYZE;
+    `);
+  });
+  after(async () => {
+    await c?.end();
+    await db?.drop();
+  });
+
+  interface PlanNode {
+    'Node Type': string;
+    'Relation Name'?: string;
+    'Index Name'?: string;
+    'Index Cond'?: string;
+    'Plan Rows'?: number;
+    Plans?: PlanNode[];
+  }
+  const nodes = (n: PlanNode): PlanNode[] => [n, ...(n.Plans ?? []).flatMap(nodes)];
+  async function plan(sql: string, params: unknown[]): Promise<{ all: PlanNode[]; text: string }> {
+    const r = await c.query<{ 'QUERY PLAN': Array<{ Plan: PlanNode }> }>(`EXPLAIN (FORMAT JSON) ${sql}`, params);
+    const root = r.rows[0]!['QUERY PLAN'][0]!.Plan;
+    const all = nodes(root);
+    const text = all.map((n) => [n['Node Type'], n['Relation Name'], n['Index Name'], n['Index Cond']].filter(Boolean).join(' ')).join('\n');
+    return { all, text };
+  }
+  const isIndexScan = (n: PlanNode) => /^(Index Scan|Index Only Scan|Bitmap Index Scan)$/.test(n['Node Type']);
+
+  it('the data is there', async () => {
+    assert.equal((await c.query<{ n: number }>('SELECT count(*)::int AS n FROM tasks')).rows[0]!.n, N);
+  });
+
+  for (const v of VARIANTS) {
+    for (const shape of ['summaries', 'tasks'] as const) {
+      it(`list ${shape}, ${v.name}: an index on tasks, no sequential scan, no sort of more than the matched rows`, async () => {
+        const q = postgresTaskListQuery({ ...v.filter, limit: 50 }, shape);
+        const { all, text } = await plan(q.sql, q.params);
+        assert.ok(!all.some((n) => n['Node Type'] === 'Seq Scan'), text);
+        const onTasks = all.filter((n) => isIndexScan(n) && /^tasks_/.test(n['Index Name'] ?? ''));
+        assert.ok(onTasks.length >= 1, text);
+        // A filter is an index condition on tasks; for a name prefix the planner may instead read an
+        // index in id order and stop at the limit (it judged the prefix common enough).
+        if (!v.unfiltered && !v.nameRangeSort) assert.ok(onTasks.some((n) => n['Index Cond'] !== undefined), `an index condition on tasks:\n${text}`);
+        // A sort only of the rows an index condition matched (the planner's top-N of a few rows), never of the table.
+        for (const sort of all.filter((n) => /Sort/.test(n['Node Type']))) {
+          assert.ok(sort['Plan Rows']! <= SORT_ROWS_MAX, `a sort of ${sort['Plan Rows']} rows:\n${text}`);
+          assert.ok(onTasks.some((n) => n['Index Cond'] !== undefined), `a sort of rows no index condition bounds:\n${text}`);
+        }
+        if (shape === 'summaries') assert.ok(all.some((n) => n['Index Name'] === 'attempts_pkey') || all.some((n) => n['Relation Name'] === 'attempts' && isIndexScan(n)), text);
+      });
+    }
+  }
+
+  it('the queries of the other read models and the feed use their indexes', async () => {
+    const expect = async (label: string, sql: string, params: unknown[], index: RegExp, sortOk = false) => {
+      const { all, text } = await plan(sql, params);
+      assert.ok(all.some((n) => isIndexScan(n) && index.test(n['Index Name'] ?? '')), `${label}:\n${text}`);
+      assert.ok(!all.some((n) => n['Node Type'] === 'Seq Scan' && ['tasks', 'attempts', 'changes', 'log_chunks', 'task_minutes'].includes(n['Relation Name'] ?? '')), `${label}: a full scan\n${text}`);
+      if (!sortOk) assert.ok(!all.some((n) => /Sort/.test(n['Node Type'])), `${label}: a sort\n${text}`);
+      return all;
+    };
+    for (const [label, sql, params] of [
+      ['counts', PG_VIEW_SQL.countsAll, []],
+      ['counts of an owner', PG_VIEW_SQL.countsOwner, ['u7']],
+    ] as const) {
+      const { all, text } = await plan(sql, [...params]);
+      assert.ok(!all.some((n) => n['Relation Name'] === 'tasks'), `${label} never reads tasks:\n${text}`);
+    }
+    await expect('counts of an owner', PG_VIEW_SQL.countsOwner, ['u7'], /^task_counts_pkey$/, true);
+    await expect('running attempts', PG_VIEW_SQL.running(false), [], /^attempts_running_/, true);
+    await expect('running attempts of a worker', PG_VIEW_SQL.running(true), ['w3'], /^attempts_running_worker$/, true);
+    const xid = (await c.query<{ x: string }>('SELECT min(xid)::text AS x FROM changes')).rows[0]!.x;
+    await expect('readChanges', PG_FEED_SQL.read(false), [xid, 100, 50], /^changes_pkey$/, true);
+    await expect('readChanges of an owner', PG_FEED_SQL.read(true), [xid, 100, 50, 'u7'], /^changes_owner_xid_id$/, true);
+    await expect('pruneFeed', PG_FEED_SQL.prunable, [1000], /^changes_pkey$/);
+    await expect('readLogsBefore', PG_LOG_SQL.before, [BIG_LOG, 1_000_000, 32], /^log_chunks_task_id$/);
+    await expect('minute stats', PG_VIEW_SQL.minutes(false), [T0 + 600_000, T0 + 900_000], /^task_minutes_/, true);
+    await expect('minute stats of an owner', PG_VIEW_SQL.minutes(true), [T0 + 600_000, T0 + 900_000, 'u7'], /^task_minutes_/, true);
+  });
+});

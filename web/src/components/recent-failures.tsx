@@ -1,0 +1,34 @@
+/** The newest failed tasks with their error; patched live like any task list (same query keys). */
+import { useQuery } from '@tanstack/react-query';
+import { Link } from 'react-router';
+import { taskListQuery } from '../api/queries';
+import { Section } from './section';
+import { TimeText } from './time-text';
+import { ErrorNotice } from './error-notice';
+
+const FILTER = { state: 'failed', limit: 8 } as const;
+
+export function RecentFailures() {
+  const q = useQuery(taskListQuery(FILTER));
+  return (
+    <Section title="Recent failures" id="failures" aside={<Link to="/tasks?state=failed">All failed</Link>}>
+      {q.isError && <ErrorNotice error={q.error} />}
+      {q.data && q.data.tasks.length === 0 && <p className="muted">No failed tasks.</p>}
+      <ul className="failures" aria-busy={q.isPending}>
+        {q.data?.tasks.map((t) => (
+          <li key={t.id} className="failure">
+            <div className="failure-head">
+              <Link to={`/tasks/${t.id}`} className="failure-name">
+                {t.name}
+              </Link>
+              <TimeText iso={t.endedAt ?? t.updatedAt} />
+            </div>
+            <p className="failure-error">
+              {t.error ?? (t.signal ? `killed by ${t.signal}` : t.exitCode !== null ? `exit code ${t.exitCode}` : 'failed')}
+            </p>
+          </li>
+        ))}
+      </ul>
+    </Section>
+  );
+}

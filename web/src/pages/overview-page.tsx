@@ -1,0 +1,27 @@
+/** Overview: counts by state, activity over the last hour, workers, recent failures. */
+import { useQuery } from '@tanstack/react-query';
+import { countsQuery } from '../api/queries';
+import { PageHeader } from '../components/page-header';
+import { CountsGrid } from '../components/counts-grid';
+import { ActivityCharts } from '../components/activity-charts';
+import { RecentFailures } from '../components/recent-failures';
+import { WorkersSummary } from '../components/workers-summary';
+import { ErrorNotice } from '../components/error-notice';
+import { useSignedIn } from '../auth/session-context';
+
+export function OverviewPage() {
+  const me = useSignedIn();
+  const counts = useQuery(countsQuery());
+  return (
+    <>
+      <PageHeader title="Overview" docTitle="Overview" subtitle={me.role === 'admin' ? 'All users' : 'Your tasks'} />
+      {counts.isError && <ErrorNotice error={counts.error} retry={() => void counts.refetch()} title="Could not load counts" />}
+      <CountsGrid counts={counts.data} />
+      <ActivityCharts />
+      <div className="overview-bottom">
+        <WorkersSummary />
+        <RecentFailures />
+      </div>
+    </>
+  );
+}
