@@ -7,49 +7,23 @@
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { request } from 'node:http';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { WebSocket } from 'ws';
 import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { createTestDatabase, PG_SKIP_REASON, requirePostgres, type TestDatabase } from '../support/postgres.js';
 import { Api, BIN, startCluster, startProc, type Cluster } from './harness.js';
+import { openHeld } from './web-auth-client.js';
 
 const PG = await requirePostgres();
 
 /** The bound the issue sets: a revoked token's streams are gone within a second. */
 const REVOKE_BOUND_MS = 1000;
 
-interface Follow {
-  status: number;
-  /** Resolves when the response is over: `clean` is a normal end of the body, false a broken stream. */
-  done: Promise<{ clean: boolean; at: number }>;
-}
 
 /** Opens `GET path` and resolves once the status line is in, leaving the body streaming. */
-function openStream(base: string, path: string, token: string): Promise<Follow> {
-  const u = new URL(base);
-  return new Promise((resolve, reject) => {
-    const req = request({ hostname: u.hostname, port: u.port, path, headers: { authorization: `Bearer ${token}` }, agent: false }, (res) => {
-      const done = new Promise<{ clean: boolean; at: number }>((settle) => {
-        let settled = false;
-        const finish = (clean: boolean) => {
-          if (settled) return;
-          settled = true;
-          settle({ clean, at: Date.now() });
-        };
-        res.on('end', () => finish(res.complete));
-        res.on('aborted', () => finish(false));
-        res.on('error', () => finish(false));
-        res.on('close', () => finish(res.complete));
-        res.resume();
-      });
-      resolve({ status: res.statusCode ?? 0, done });
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
+/** Opens `GET path` with a bearer token, the body left streaming. */
+const openStream = (base: string, path: string, token: string) => openHeld(base, path, { authorization: `Bearer ${token}` });
 
 /** A worker WebSocket with `token`, open; `closed` resolves with when it closed. */
 async function openWorkerSocket(base: string, token: string): Promise<{ closed: Promise<{ code: number; at: number }> }> {

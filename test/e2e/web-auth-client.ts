@@ -76,3 +76,39 @@ export function cookieParts(line: string): { pair: string; attributes: string[] 
   const [pair, ...attributes] = line.split(/;\s*/);
   return { pair: pair!, attributes: attributes.sort() };
 }
+
+/** A response left streaming: its status line, and when (and how) its body ended. */
+export interface HeldResponse {
+  status: number;
+  /** Resolves when the response is over: `clean` is a normal end of the body, false a broken stream. */
+  done: Promise<{ clean: boolean; at: number }>;
+}
+
+/**
+ * Opens `GET path` with `headers` (a bearer token or a cookie); resolves once
+ * the status line is in, the body read and dropped as it streams (a followed
+ * log, a long poll), so a test can watch how the server ends it.
+ */
+export function openHeld(base: string, path: string, headers: Record<string, string>): Promise<HeldResponse> {
+  const u = new URL(base);
+  return new Promise((resolve, reject) => {
+    const req = request({ hostname: u.hostname, port: u.port, path, headers, agent: false }, (res) => {
+      const done = new Promise<{ clean: boolean; at: number }>((settle) => {
+        let settled = false;
+        const finish = (clean: boolean) => {
+          if (settled) return;
+          settled = true;
+          settle({ clean, at: Date.now() });
+        };
+        res.on('end', () => finish(res.complete));
+        res.on('aborted', () => finish(false));
+        res.on('error', () => finish(false));
+        res.on('close', () => finish(res.complete));
+        res.resume();
+      });
+      resolve({ status: res.statusCode ?? 0, done });
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}

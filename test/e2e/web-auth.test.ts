@@ -6,13 +6,12 @@
  * server would).
  */
 import assert from 'node:assert/strict';
-import { request } from 'node:http';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { newWebSecret, webSecretHash } from '../../src/server/web-auth.js';
 import { startCluster, type Cluster } from './harness.js';
-import { cookieParts, rawRequest, sessionFromSetCookie, setCookieLines, type RawOptions } from './web-auth-client.js';
+import { cookieParts, openHeld, rawRequest, sessionFromSetCookie, setCookieLines, type RawOptions } from './web-auth-client.js';
 
 const HOUR = 3600_000;
 /** The bound the issue sets for a revoke to end what is open. */
@@ -370,27 +369,5 @@ describe('e2e: dashboard sign-in', () => {
   });
 });
 
-/** Opens `GET path` with a cookie; resolves once the status line is in, the body left streaming. */
-function openStream(base: string, path: string, cookie: string): Promise<{ status: number; done: Promise<{ clean: boolean; at: number }> }> {
-  const u = new URL(base);
-  return new Promise((resolve, reject) => {
-    const r = request({ hostname: u.hostname, port: u.port, path, headers: { cookie }, agent: false }, (res) => {
-      const done = new Promise<{ clean: boolean; at: number }>((settle) => {
-        let settled = false;
-        const finish = (clean: boolean) => {
-          if (settled) return;
-          settled = true;
-          settle({ clean, at: Date.now() });
-        };
-        res.on('end', () => finish(res.complete));
-        res.on('aborted', () => finish(false));
-        res.on('error', () => finish(false));
-        res.on('close', () => finish(res.complete));
-        res.resume();
-      });
-      resolve({ status: res.statusCode ?? 0, done });
-    });
-    r.on('error', reject);
-    r.end();
-  });
-}
+/** Opens `GET path` with a cookie, the body left streaming. */
+const openStream = (base: string, path: string, cookie: string) => openHeld(base, path, { cookie });
