@@ -36,7 +36,7 @@ import { openStore } from '../src/store/open-store.js';
 import { SUMMARY_FROM, summaryColumns } from '../src/store/task-list.js';
 import { startCluster, type Cluster } from '../test/e2e/harness.js';
 import { launchBrowser, signIn, waitLive } from '../test/browser/browser-harness.js';
-import type { Row } from './control-plane.js';
+import type { LegacyRow as Row } from './lib/report.js';
 
 const TASKS = Number(process.env.BENCH_DASH_TASKS ?? 1_000_000);
 const RUNS = Number(process.env.BENCH_DASH_RUNS ?? 50);

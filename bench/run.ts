@@ -1,153 +1,104 @@
 /**
- * `npm run bench`: Drover against a baseline measured in the same run, on
+ * `npm run bench`: Drover side by side with its peers, in ONE invocation, on
  * this machine, with real server and agent processes (not part of npm test).
+ * Only ratios within one run mean anything: the machine's speed varies by
+ * several times from hour to hour.
  *
- *  1. submit-to-start latency: 200 sequential `true` tasks on an idle agent.
- *  2. throughput: 2,000 `/bin/true` tasks across 2 agents vs `xargs -P` running
- *     the same 2,000 `/bin/true`.
- *  3. peak memory (VmHWM) of the server and of one agent after that run.
- *  4. a task that prints 1 GiB (BENCH_LOG_BYTES to change): time, and peak memory of both processes.
- *  5. the control plane alone (noop agents), on SQLite and PostgreSQL, against
- *     graphile-worker and pg-boss on the same PostgreSQL: see control-plane.ts.
- *  6. the dashboard: the Tasks page's API calls at 1,000,000 tasks against raw
- *     SQL, and the live stream's delay at 200 tasks/s: see dashboard.ts.
+ * Sections (bench/sections/*.ts), run in this order:
+ *   drain     20,000 waiting no-op tasks, one worker × 10 slots: SQLite vs BullMQ,
+ *             PostgreSQL vs graphile-worker default and localQueue
+ *   submit    sequential single submits and 1,000-task batches vs graphile-worker
+ *             addJob/addJobs, BullMQ add/addBulk, raw better-sqlite3
+ *   latency   submit → process started on a 20 ms grid vs add → handler
+ *   process   2,000 × /bin/true vs xargs -P 8 and a Node spawn loop
+ *   memory    server after 100,000 tasks, agent with 10 slots busy
+ *   scale-out the drain with 1, 2, 3 servers on one PostgreSQL
+ *   recovery  (not default: ~20 s of waiting for a lease) bench/recovery.ts
+ *   dashboard (not default: fills 1,000,000 tasks, many minutes) bench/dashboard.ts
+ * Default: every section but recovery and dashboard (about 10-15 minutes).
  *
- * Environment: BENCH_LATENCY_N (200), BENCH_TASKS (2000), BENCH_SLOTS (slots per agent, 4),
- * BENCH_LOG_BYTES (1073741824; 0 skips), BENCH_SECTIONS (process,control-plane,recovery,dashboard: which to run;
- * `process` is 1-4), and control-plane.ts's own.
+ * Usage: npm run bench -- [--quick] [--sections=drain,submit,...]
+ *   --quick   small sizes (see lib/context.ts QUICK; scale-out with 1 and 2 servers): under 2 minutes.
+ *   BENCH_SECTIONS=... is the same as --sections. BENCH_PG_URL, BENCH_REDIS_URL:
+ *   where PostgreSQL and Redis are (defaults 127.0.0.1).
+ * Output: a markdown table on stdout (progress on stderr); exit 1 if a part failed.
+ * DROVER_BIN=<other checkout>/bin/drover.js measures another build (named in the header).
+ *
+ * Peers: one file each in bench/peers/ (configuration and the docs it follows
+ * at the top of each). pg-boss is no longer measured: pg-boss 10's worker loop
+ * waits pollingIntervalSeconds (minimum 0.5 s) after every fetch unless a send
+ * in the same process notifies it (node_modules/pg-boss/src/worker.js), and it
+ * has no LISTEN/NOTIFY, so its drain is batchSize × work() calls / 0.5 s: a
+ * number set by its configuration (the old one-work() setup capped it at
+ * 64/s), not by its queue, and no configuration matches "one worker × 10
+ * slots" without either that cap or batches of the whole queue.
  */
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { startCluster, type Cluster } from '../test/e2e/harness.js';
-import { controlPlane } from './control-plane.js';
-import { dashboard } from './dashboard.js';
-import { recovery } from './recovery.js';
-import { submitLatency } from './submit-latency.js';
+import type { Ctx, Section } from './lib/context.js';
+import { FULL, QUICK } from './lib/context.js';
+import { dropOnInterrupt } from './lib/pg.js';
+import { fromLegacy, Report, type LegacyRow } from './lib/report.js';
+import { drain } from './sections/drain.js';
+import { latency } from './sections/latency.js';
+import { memory } from './sections/memory.js';
+import { processStarts } from './sections/process-starts.js';
+import { scaleOut } from './sections/scale-out.js';
+import { submit } from './sections/submit.js';
 
-const LATENCY_N = Number(process.env.BENCH_LATENCY_N ?? 200);
-const TASKS = Number(process.env.BENCH_TASKS ?? 2000);
-const SLOTS = Number(process.env.BENCH_SLOTS ?? 4);
-const LOG_BYTES = Number(process.env.BENCH_LOG_BYTES ?? 1024 ** 3);
-const SECTIONS = new Set((process.env.BENCH_SECTIONS ?? 'process,control-plane,recovery,dashboard').split(',').map((s) => s.trim()));
+const legacy = (load: () => Promise<(rows: LegacyRow[]) => Promise<unknown>>): Section => async ({ report }) => {
+  const rows: LegacyRow[] = [];
+  await (await load())(rows);
+  rows.forEach((r) => report.add(fromLegacy(r)));
+};
 
-function pct(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
-}
+const SECTIONS: Record<string, Section> = {
+  drain,
+  submit,
+  latency,
+  process: processStarts,
+  memory,
+  'scale-out': scaleOut,
+  recovery: legacy(async () => async (rows) => rows.push(...(await (await import('./recovery.js')).recovery()))),
+  dashboard: legacy(async () => (await import('./dashboard.js')).dashboard),
+};
+const DEFAULT = ['drain', 'submit', 'latency', 'process', 'memory', 'scale-out'];
 
-function peakKb(pid: number): number {
-  const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return m ? Number(m[1]) : NaN;
-}
-
-const mb = (kb: number) => `${(kb / 1024).toFixed(0)} MiB`;
-const rows: Array<[string, string, string]> = [];
-
-async function latency(c: Cluster): Promise<void> {
-  const { claim, done } = await submitLatency(c, LATENCY_N);
-  claim.sort((a, b) => a - b);
-  done.sort((a, b) => a - b);
-  const f = (s: number[]) => `p50 ${pct(s, 50).toFixed(1)} ms, p95 ${pct(s, 95).toFixed(1)} ms, p99 ${pct(s, 99).toFixed(1)} ms`;
-  rows.push([`submit → claimed and pushed (server clock, ${LATENCY_N} sequential)`, f(claim), 'target p50 ≤ 10 ms, p99 ≤ 50 ms']);
-  rows.push([`submit → process ran and exit stored (client clock)`, f(done), 'includes the spawn of `true` and its exit report']);
-}
-
-async function throughput(c: Cluster): Promise<void> {
-  const t0 = performance.now();
-  const ids: string[] = [];
-  const inflight = 32;
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: inflight }, async () => {
-      while (next < TASKS) {
-        next++;
-        ids.push(await c.api.submit({ command: '/bin/true' }));
-      }
-    }),
-  );
-  for (;;) {
-    const busy = await Promise.all(['ready', 'waiting', 'running', 'retrying'].map((s) => c.api.req('GET', `/v1/tasks?state=${s}&limit=1`)));
-    if (busy.every((r) => r.body.tasks.length === 0)) break;
-    await new Promise((r) => setTimeout(r, 20));
+function parseArgs(argv: string[]): { quick: boolean; sections: string[] } {
+  let quick = false;
+  let sections = process.env.BENCH_SECTIONS ? process.env.BENCH_SECTIONS.split(',') : DEFAULT;
+  for (const a of argv) {
+    if (a === '--quick') quick = true;
+    else if (a.startsWith('--sections=')) sections = a.slice('--sections='.length).split(',');
+    else throw new Error(`unknown argument "${a}": expected --quick or --sections=${Object.keys(SECTIONS).join(',')}`);
   }
-  const droverS = (performance.now() - t0) / 1000;
-  const ok = await c.api.req('GET', '/v1/tasks?state=succeeded&limit=1');
-  if (!ok.body.tasks.length) throw new Error('no task succeeded');
-
-  const parallel = 2 * SLOTS;
-  const x0 = performance.now();
-  const res = spawnSync('sh', ['-c', `seq ${TASKS} | xargs -P ${parallel} -n 1 /bin/true`]);
-  if (res.status !== 0) throw new Error(`xargs failed: ${res.stderr}`);
-  const xargsS = (performance.now() - x0) / 1000;
-  // A second reference: Node's own child_process.spawn in a loop, nothing else.
-  // The agents spawn with it, so this is the ceiling for any Node-based agent.
-  const n0 = performance.now();
-  let spawned = 0;
-  await Promise.all(
-    Array.from({ length: parallel }, async () => {
-      while (spawned < TASKS) {
-        spawned++;
-        await new Promise<void>((done) => {
-          const ch = spawn('/bin/true', [], { detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
-          ch.stdout!.resume();
-          ch.stderr!.resume();
-          ch.on('close', () => done());
-        });
-      }
-    }),
-  );
-  const nodeS = (performance.now() - n0) / 1000;
-  const dRate = TASKS / droverS;
-  const xRate = TASKS / xargsS;
-  rows.push([`throughput: ${TASKS} /bin/true, 2 agents × ${SLOTS} slots`, `${dRate.toFixed(0)} tasks/s (${droverS.toFixed(2)} s)`, 'submit of all tasks included']);
-  rows.push([`baseline: xargs -P ${parallel} -n 1 /bin/true, same ${TASKS}`, `${xRate.toFixed(0)} tasks/s (${xargsS.toFixed(2)} s)`, '']);
-  rows.push([`reference: one Node process spawning the same ${TASKS}, ${parallel} at a time`, `${(TASKS / nodeS).toFixed(0)} tasks/s (${nodeS.toFixed(2)} s)`, 'no scheduler: the cost of fork+exec from Node alone']);
-  rows.push(['Drover ÷ xargs', `${((100 * dRate) / xRate).toFixed(0)} %`, 'target ≥ 50 %']);
-  rows.push(['Drover ÷ Node spawn loop', `${((100 * dRate * nodeS) / TASKS).toFixed(0)} %`, '']);
-  rows.push(['peak memory (VmHWM) after the throughput run', `server ${mb(peakKb(c.server.child.pid!))}, agent ${mb(peakKb(c.workers[0]!.child.pid!))}`, '']);
+  sections = sections.map((s) => s.trim()).filter(Boolean);
+  const bad = sections.filter((s) => !SECTIONS[s]);
+  if (bad.length) throw new Error(`unknown section "${bad.join(', ')}" in --sections / BENCH_SECTIONS: expected some of ${Object.keys(SECTIONS).join(', ')}`);
+  return { quick, sections };
 }
 
-async function bigLog(c: Cluster): Promise<void> {
-  if (!LOG_BYTES) return;
-  const t0 = performance.now();
-  const id = await c.api.submit({ command: 'head', args: ['-c', String(LOG_BYTES), '/dev/zero'] });
-  // Count the bytes as they stream, without keeping them.
-  const res = await fetch(`${c.url}/v1/tasks/${id}/logs?follow=1`, { headers: { authorization: `Bearer ${c.api.token}` } });
-  let n = 0;
-  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) n += chunk.byteLength;
-  const s = (performance.now() - t0) / 1000;
-  const t = await c.api.task(id);
-  if (t.task.state !== 'succeeded' || n !== LOG_BYTES) throw new Error(`big log: ${t.task.state}, ${n} bytes`);
-  rows.push([`a task printing ${(LOG_BYTES / 1024 ** 2).toFixed(0)} MiB, followed live`, `${s.toFixed(1)} s (${(LOG_BYTES / 1024 ** 2 / s).toFixed(0)} MiB/s)`, '']);
-  rows.push(['peak memory after it', `server ${mb(peakKb(c.server.child.pid!))}, agents ${c.workers.map((w) => mb(peakKb(w.child.pid!))).join(' / ')}`, 'bounded: logs are streamed with a 1 MiB window']);
+function command(argv: string[]): string {
+  const env = Object.entries(process.env).filter(([k]) => k.startsWith('BENCH_') || k === 'DROVER_BIN').map(([k, v]) => `${k}=${v} `).join('');
+  const args = argv.join(' ');
+  return process.env.npm_lifecycle_event === 'bench' ? `${env}npm run bench${args ? ` -- ${args}` : ''}` : `${env}node dist/bench/run.js${args ? ` ${args}` : ''}`;
 }
 
 async function main(): Promise<void> {
-  const cpu = execFileSync('sh', ['-c', "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"]).toString().trim();
-  console.log(`Drover bench on ${cpu}, ${process.env.BENCH_NOTE ?? ''}node ${process.version}`);
-  if (SECTIONS.has('process')) {
-    let c = await startCluster({ workers: 1, slots: SLOTS });
-    try {
-      await latency(c);
-    } finally {
-      await c.close();
-    }
-    c = await startCluster({ workers: 2, slots: SLOTS });
-    try {
-      await throughput(c);
-      await bigLog(c);
-    } finally {
-      await c.close();
-    }
+  const argv = process.argv.slice(2);
+  const { quick, sections } = parseArgs(argv);
+  dropOnInterrupt();
+  const ctx: Ctx = { report: new Report(), sizes: quick ? QUICK : FULL };
+  const t0 = performance.now();
+  for (const s of sections) {
+    const s0 = performance.now();
+    console.error(`[bench] ${s}${quick ? ' (quick)' : ''}`);
+    await SECTIONS[s]!(ctx);
+    console.error(`[bench] ${s} took ${((performance.now() - s0) / 1000).toFixed(0)} s`);
   }
-  if (SECTIONS.has('control-plane')) await controlPlane(rows);
-  if (SECTIONS.has('recovery')) rows.push(...(await recovery()));
-  if (SECTIONS.has('dashboard')) await dashboard(rows);
-  const w = [Math.max(...rows.map((r) => r[0].length)), Math.max(...rows.map((r) => r[1].length))];
-  console.log(`\n| measure | result | note |\n| --- | --- | --- |`);
-  for (const r of rows) console.log(`| ${r[0].padEnd(w[0]!)} | ${r[1].padEnd(w[1]!)} | ${r[2]} |`);
+  ctx.report.print(command(argv), `sections ${sections.join(',')}; took ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+  if (ctx.report.failures) process.exitCode = 1;
 }
 
 main().catch((err) => {
-  console.error(err);
+  console.error(err instanceof Error ? err.message : err);
   process.exit(1);
 });

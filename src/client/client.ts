@@ -8,8 +8,8 @@
  * - JSON requests time out after `timeoutMs` (default 30 s); `logs()` and
  *   `stream()` do not, because they stay open as long as there is news, and a
  *   log-chunks long-poll gets its `wait` on top.
- * - Only `submit` with an idempotency key is ever retried (503 and no answer),
- *   because only then can a repeat not create a second task.
+ * - Only `submit` and `submitBatch` with an idempotency key are ever retried
+ *   (503 and no answer), because only then can a repeat not create a second task.
  */
 import { ApiError, ConnectionError, describeFetchFailure } from './errors.js';
 import { SseParser } from './sse-parser.js';
@@ -56,6 +56,16 @@ export interface SubmitResult {
   created: boolean;
 }
 
+/** The most tasks one submitBatch takes (the server's limit, src/store/batch.ts MAX_BATCH). */
+export const MAX_BATCH_SUBMIT = 1000;
+
+export interface SubmitBatchResult {
+  /** In the order given. */
+  tasks: Task[];
+  /** False: the server had already stored this batch for the key (HTTP 200 rather than 201). */
+  created: boolean;
+}
+
 export interface DroverClientOptions {
   /** Base URL, e.g. http://127.0.0.1:7070 (a trailing slash or path prefix is fine). */
   url: string;
@@ -99,16 +109,30 @@ export class DroverClient {
 
   /** `submit`, also saying whether this call created the task or found the one its key made before. */
   async submitTask(spec: SubmitTaskRequest, opts: SubmitOptions = {}): Promise<SubmitResult> {
-    const key = opts.idempotencyKey;
-    if (key === undefined) {
-      const { status, body } = await this.jsonWithStatus<{ task: Task }>('POST', '/v1/tasks', spec);
-      return { task: body.task, created: status === 201 };
-    }
+    const { status, body } = await this.idempotentPost<{ task: Task }>('/v1/tasks', spec, opts.idempotencyKey);
+    return { task: body.task, created: status === 201 };
+  }
+
+  /**
+   * POST /v1/tasks/batch: 1..MAX_BATCH_SUBMIT tasks, stored all or nothing,
+   * answered in input order. A bad item rejects with ApiError whose `field`
+   * names it (`tasks[3].command`). With `idempotencyKey` (one per batch), a
+   * 503 or no answer is retried with the same key, as `submitTask` does, so a
+   * batch is never stored twice; `created` is false when the key's batch
+   * was stored before (HTTP 200).
+   */
+  async submitBatch(tasks: readonly SubmitTaskRequest[], opts: SubmitOptions = {}): Promise<SubmitBatchResult> {
+    const { status, body } = await this.idempotentPost<{ tasks: Task[] }>('/v1/tasks/batch', { tasks }, opts.idempotencyKey);
+    return { tasks: body.tasks, created: status === 201 };
+  }
+
+  /** A POST that may be repeated when it carries an idempotency key (the class contract). */
+  private async idempotentPost<T>(path: string, body: unknown, key: string | undefined): Promise<{ status: number; body: T }> {
+    if (key === undefined) return this.jsonWithStatus<T>('POST', path, body);
     if (!IDEMPOTENCY_KEY_PATTERN.test(key)) throw new TypeError('idempotencyKey: must be 1..255 visible ASCII characters (0x21-0x7E)');
     for (let attempt = 0; ; attempt++) {
       try {
-        const { status, body } = await this.jsonWithStatus<{ task: Task }>('POST', '/v1/tasks', spec, { 'idempotency-key': key });
-        return { task: body.task, created: status === 201 };
+        return await this.jsonWithStatus<T>('POST', path, body, { 'idempotency-key': key });
       } catch (err) {
         // Retryable: the store could not take the write (503), or no answer at
         // all (the submit may or may not have been stored: the key decides).

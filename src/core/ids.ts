@@ -3,10 +3,37 @@
  * by creation time, which is what keyset pagination (newest first) relies on.
  * Monotonic within a process so two tasks created in one millisecond still sort.
  */
-import { randomBytes } from 'node:crypto';
+import { randomFillSync } from 'node:crypto';
 import { encodeTime, monotonicFactory } from 'ulid';
 
-const next = monotonicFactory();
+/**
+ * Random bytes from the CSPRNG, drawn POOL_BYTES at a time. Measured (issue 9,
+ * a 5,000-task drain): one randomBytes(16) per fencing token and ulid's
+ * default of one crypto.getRandomValues call per id character cost ~40 µs and
+ * ~15 µs per task, nearly all of it per-call overhead. Same source, same bits.
+ */
+const POOL_BYTES = 4096;
+const pool = Buffer.alloc(POOL_BYTES);
+let poolAt = POOL_BYTES;
+
+function randomSlice(n: number): Buffer {
+  if (poolAt + n > POOL_BYTES) {
+    randomFillSync(pool);
+    poolAt = 0;
+  }
+  const out = Buffer.from(pool.subarray(poolAt, poolAt + n));
+  // Each byte is handed out once.
+  pool.fill(0, poolAt, poolAt + n);
+  poolAt += n;
+  return out;
+}
+
+/** ulid's PRNG contract: a number in [0, 1). A byte / 256 maps evenly onto its 32 characters (256 = 8 × 32). */
+function randomFraction(): number {
+  return randomSlice(1)[0]! / 256;
+}
+
+const next = monotonicFactory(randomFraction);
 
 export function newTaskId(now: number): string {
   return next(now);
@@ -47,7 +74,7 @@ export function isTaskId(s: string): boolean {
  * no other party (another worker, a user reading the API) can forge a report.
  */
 export function newFencingToken(): string {
-  return randomBytes(16).toString('hex');
+  return randomSlice(16).toString('hex');
 }
 
 export const FENCING_TOKEN_PATTERN = '^[0-9a-f]{32}$';

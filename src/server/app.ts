@@ -17,6 +17,7 @@ import { logChunkRoutes } from './routes/log-chunks.js';
 import { statsRoutes } from './routes/stats.js';
 import { streamRoutes } from './routes/stream.js';
 import { taskRoutes } from './routes/tasks.js';
+import { taskBatchRoutes } from './routes/tasks-batch.js';
 import { tokenRoutes } from './routes/tokens.js';
 import { workerRoutes } from './routes/workers.js';
 import { sessionRoutes } from './routes/session.js';
@@ -82,6 +83,7 @@ export async function buildApp(ctx: AppContext, opts: { logLevel?: string; webDi
   app.get('/healthz', { schema: { hide: true }, config: { auth: 'public' } }, async () => ({ ok: true }));
   app.get('/openapi.json', { schema: { hide: true }, config: { auth: ['admin', 'user'] } }, async () => app.swagger());
   taskRoutes(app, ctx);
+  taskBatchRoutes(app, ctx);
   tokenRoutes(app, ctx);
   workerRoutes(app, ctx);
   logChunkRoutes(app, ctx);

@@ -47,17 +47,26 @@ function headerError(e: AjvError): { field: string; reason: string } | null {
   return { field: rule.name, reason: `must be ${rule.rule}` };
 }
 
+/** 1048576 → "1 MiB"; sizes that are not whole MiB in bytes. */
+function sizeText(bytes: number): string {
+  return bytes % (1024 * 1024) === 0 ? `${bytes / (1024 * 1024)} MiB` : `${bytes} bytes`;
+}
+
 export function errorBody(code: string, message: string, extra: Record<string, string> = {}) {
   return { error: { code, message, ...extra } };
 }
 
+/** The field and reason of a schema validation error (Fastify's `err.validation`), as the 400 answer names them. */
+export function describeValidation(err: { validation?: unknown[]; validationContext?: string }): { field: string; reason: string } {
+  // Report the most specific error: ajv lists union branches before the union itself.
+  const first = (err.validation?.[0] ?? {}) as AjvError;
+  const header = err.validationContext === 'headers' ? headerError(first) : null;
+  return { field: header?.field ?? fieldOf(first, err.validationContext), reason: header?.reason ?? reasonOf(first) };
+}
+
 export function handleError(this: unknown, err: FastifyError, req: FastifyRequest, reply: FastifyReply): void {
   if (err.validation && err.validation.length) {
-    // Report the most specific error: ajv lists union branches before the union itself.
-    const first = err.validation[0] as AjvError;
-    const header = err.validationContext === 'headers' ? headerError(first) : null;
-    const field = header?.field ?? fieldOf(first, err.validationContext);
-    const reason = header?.reason ?? reasonOf(first);
+    const { field, reason } = describeValidation(err);
     void reply.code(400).send(errorBody('invalid_input', `${field}: ${reason}`, { field, reason }));
     return;
   }
@@ -66,9 +75,12 @@ export function handleError(this: unknown, err: FastifyError, req: FastifyReques
     return;
   }
   switch (err.code) {
-    case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      void reply.code(413).send(errorBody('payload_too_large', 'body: larger than the 1 MiB limit', { field: 'body', reason: 'larger than the 1 MiB limit' }));
+    case 'FST_ERR_CTP_BODY_TOO_LARGE': {
+      // The route's own limit (POST /v1/tasks/batch has a larger one than BODY_LIMIT).
+      const reason = `larger than the ${sizeText(req.routeOptions.bodyLimit)} limit`;
+      void reply.code(413).send(errorBody('payload_too_large', `body: ${reason}`, { field: 'body', reason }));
       return;
+    }
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       void reply.code(415).send(errorBody('invalid_input', 'body: send Content-Type: application/json', { field: 'body', reason: 'unsupported content type' }));
       return;

@@ -57,17 +57,21 @@ export interface Logger {
   error(obj: object, msg?: string): void;
 }
 
-/** Bounds the work of one dispatch round when many slots are free and the queue is empty. */
-const MAX_CLAIMS_PER_ROUND = 64;
+/** Tasks one dispatch pass claims at most (over all workers); a pass that fills them all runs again. */
+export const MAX_CLAIMS_PER_ROUND = 64;
 /** The sweeper lease lasts this many sweep periods: a dead leader is replaced within ~5 s by default. */
 const LEADER_TTL_FACTOR = 5;
 /** Rows one sweep statement ends or promotes; a sweep repeats it until a batch comes back short. */
 export const SWEEP_BATCH = 256;
+/** Minute rows older than this are not folded: writes date their deltas with their own time, so old minutes get none. */
+const FOLD_WINDOW_MS = 3600_000;
 /** Batches per sweep at most, so one sweep cannot monopolize the server (the next sweep goes on). */
 const MAX_SWEEP_BATCHES = 16;
 
 export class Scheduler {
   private readonly links = new Map<string, WorkerLink>();
+  /** Slots reserved by claims in flight, per link (see freeSlots). */
+  private readonly reserved = new Map<WorkerLink, number>();
   private dispatching = false;
   private loop: Promise<void> = Promise.resolve();
   private again = false;
@@ -166,6 +170,31 @@ export class Scheduler {
     return [...this.links.values()];
   }
 
+  /**
+   * Slots of `link` that neither an attempt holds nor a claim in flight has
+   * reserved (0 while it drains). Every claim for a worker, the scheduler's
+   * or its session's (worker-session.ts, which refills the slots its exits
+   * free), reserves what it asks for until its answer is assigned, so two
+   * claims in flight can never together exceed the worker's slots.
+   */
+  freeSlots(link: WorkerLink): number {
+    if (link.draining) return 0;
+    return Math.max(0, link.slots - link.runningCount - (this.reserved.get(link) ?? 0));
+  }
+
+  /** Reserves `n` slots of `link` (see freeSlots); the returned function releases them, once. */
+  reserve(link: WorkerLink, n: number): () => void {
+    this.reserved.set(link, (this.reserved.get(link) ?? 0) + n);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const left = (this.reserved.get(link) ?? 0) - n;
+      if (left > 0) this.reserved.set(link, left);
+      else this.reserved.delete(link);
+    };
+  }
+
   /** Ask for a dispatch pass soon. Coalesces: many kicks during a pass cause one more pass. */
   kick(): void {
     if (this.stopped) return;
@@ -196,46 +225,66 @@ export class Scheduler {
   }
 
   /**
-   * Fill free slots. Each claim is one atomic store call. Slots are taken
-   * round-robin, most free first, so a short queue spreads over the workers.
+   * Fill free slots: one claimMany per worker with free slots, for all of
+   * them, most free first (so a short queue goes to the least busy worker),
+   * all requested before any is awaited. On SQLite the whole round shares
+   * one transaction (group commit); on PostgreSQL each worker's claim is one
+   * statement however many tasks it takes.
    *
-   * How many claims a round issues at once: on a store with group commit
-   * (SQLite) a whole round shares one transaction, so it asks for every free
-   * slot. Elsewhere (PostgreSQL) each claim is its own transaction, and asking
-   * for 32 slots when one task was submitted would cost 31 empty claims; so a
-   * pass starts with one claim and doubles the round while every claim of the
-   * last round found a task. A round that finds fewer tasks than it asked for
-   * ends the pass.
+   * Measured (issue 9, 5,000 no-op tasks waiting, one agent with 10 slots,
+   * PostgreSQL): claiming one task per statement made the drain 393 tasks/s,
+   * with the server waiting on round trips and WAL flushes; a worker's free
+   * slots claimed in one statement (and its exits ended in one transaction,
+   * worker-session.ts) cut both by up to the slot count.
+   *
+   * A round that fills every slot it asked for may have left tasks waiting,
+   * but then no slot is free; a slot freed meanwhile kicks another pass.
    */
   private async dispatchPass(): Promise<void> {
-    let roundSize = this.store.capabilities.groupCommit ? MAX_CLAIMS_PER_ROUND : 1;
-    for (;;) {
-      const free = new Map<WorkerLink, number>();
-      for (const l of this.links.values()) if (!l.draining && l.slots > l.runningCount) free.set(l, l.slots - l.runningCount);
-      const order: WorkerLink[] = [];
-      const byFree = [...free.entries()].sort((a, b) => b[1] - a[1]);
-      for (let round = 0; order.length < roundSize; round++) {
-        const before = order.length;
-        for (const [l, n] of byFree) if (n > round && order.length < roundSize) order.push(l);
-        if (order.length === before) break;
-      }
-      if (order.length === 0) return;
-      const now = this.clock.now();
-      const claims = await Promise.all(order.map((l) => this.store.claimNext({ id: l.workerId, labels: l.labels }, now, this.opts.leaseMs)));
-      let got = 0;
-      for (const [i, claim] of claims.entries()) {
-        if (!claim) continue;
-        got++;
-        const link = order[i]!;
-        if (!link.assign(claim.task, claim.attempt)) {
-          // The socket closed between choosing and sending: give the task back now
-          // rather than after the lease runs out (no process was started).
-          await this.endLost(claim.attempt, 'worker connection closed before the assignment was sent');
-        }
-      }
-      if (got < order.length) return;
-      roundSize = Math.min(MAX_CLAIMS_PER_ROUND, roundSize * 2);
+    const asks: Array<[WorkerLink, number]> = [];
+    let total = 0;
+    for (const l of this.links.values()) {
+      const free = this.freeSlots(l);
+      if (free > 0) asks.push([l, free]);
     }
+    if (asks.length === 0) return;
+    asks.sort((a, b) => b[1] - a[1]);
+    const now = this.clock.now();
+    const claims = await Promise.all(
+      asks.map(async ([l, free]) => {
+        const max = Math.min(free, MAX_CLAIMS_PER_ROUND - total);
+        total += max;
+        if (max <= 0) return [];
+        const release = this.reserve(l, max);
+        try {
+          return await this.store.claimMany({ id: l.workerId, labels: l.labels }, max, now, this.opts.leaseMs);
+        } finally {
+          release();
+        }
+      }),
+    );
+    // The round stopped at the cap with every ask filled: more slots and tasks may be left.
+    if (total >= MAX_CLAIMS_PER_ROUND && claims.reduce((n, b) => n + b.length, 0) === total) this.again = true;
+    const unsent: Attempt[] = [];
+    for (const [i, batch] of claims.entries()) {
+      const link = asks[i]![0];
+      for (const claim of batch) {
+        // The socket closed between choosing and sending: give the task back now
+        // rather than after the lease runs out (no process was started).
+        if (!link.assign(claim.task, claim.attempt)) unsent.push(claim.attempt);
+      }
+    }
+    if (unsent.length) await this.endAllLost(unsent, 'worker connection closed before the assignment was sent');
+  }
+
+  /** endLost for several attempts, in one store transaction; returns those this call ended. */
+  private async endAllLost(attempts: Attempt[], error: string | ((a: Attempt) => string), leaseExpired = false): Promise<Attempt[]> {
+    const end = (a: Attempt) => ({ outcome: 'lost' as const, exitCode: null, signal: null, error: typeof error === 'function' ? error(a) : error, durationMs: null });
+    const res = await this.store.endAttempts(
+      attempts.map((a) => ({ attemptId: a.id, fencingToken: a.fencingToken, end: end(a), actor: 'scheduler', guard: leaseExpired ? { leaseExpired: true } : {} })),
+      this.clock.now(),
+    );
+    return attempts.filter((_, i) => res[i] !== null);
   }
 
   /**
@@ -280,12 +329,13 @@ export class Scheduler {
     if (next !== null) this.wakeAtTime(next);
   }
 
-  /** Ends, in bounded batches, the attempts whose lease expired; each end re-checks the expiry itself. */
+  /** Ends, in bounded batches (one transaction each), the attempts whose lease expired; each end re-checks the expiry itself. */
   private async expireLeases(now: number): Promise<void> {
     for (let i = 0; i < MAX_SWEEP_BATCHES; i++) {
       const expired = await this.store.expiredAttempts(now, SWEEP_BATCH);
-      for (const a of expired) {
-        if (!(await this.endLost(a, `lease expired: worker ${a.workerId} silent for ${this.opts.leaseMs} ms`, true))) continue;
+      if (expired.length === 0) return;
+      const ended = await this.endAllLost(expired, (a) => `lease expired: worker ${a.workerId} silent for ${this.opts.leaseMs} ms`, true);
+      for (const a of ended) {
         this.linkOf(a.id)?.drop(a.id);
         this.log.warn({ attemptId: a.id, taskId: a.taskId, workerId: a.workerId }, 'lease expired: attempt lost');
       }
@@ -300,6 +350,15 @@ export class Scheduler {
       await pruneExpired(this.store, now);
     } catch (err) {
       this.log.warn({ err }, 'pruning old dashboard data failed; the next sweep tries again');
+    }
+  }
+
+  /** Folds the counters' delta rows (store/task-views.ts foldCounters). A failure is logged; reads stay right without it. */
+  private async fold(now: number): Promise<void> {
+    try {
+      await this.store.foldCounters(now - FOLD_WINDOW_MS);
+    } catch (err) {
+      this.log.warn({ err }, 'folding the task counters failed; the next sweep tries again');
     }
   }
 
@@ -318,6 +377,7 @@ export class Scheduler {
       // A server that just started gives agents one lease to reconnect before ending any.
       if (leading && mayExpireLeases(this.startedAt, now, this.opts.leaseMs)) await this.expireLeases(now);
       if (leading && now - this.prunedAt >= PRUNE_EVERY_MS) await this.prune(now);
+      if (leading) await this.fold(now);
       await this.promote();
       this.kick();
     } catch (err) {

@@ -105,7 +105,7 @@ export function canonicalJson(v: unknown): string {
   return `{${entries.map(([k, x]) => `${JSON.stringify(k)}:${canonicalJson(x)}`).join(',')}}`;
 }
 
-/** What an idempotency key is bound to: sha256 (hex) of the validated body's canonical JSON. */
-export function requestHash(body: SubmitBody): string {
+/** What an idempotency key is bound to: sha256 (hex) of the validated body's canonical JSON (a submit's or a whole batch's). */
+export function requestHash(body: SubmitBody | { tasks: SubmitBody[] }): string {
   return createHash('sha256').update(canonicalJson(body), 'utf8').digest('hex');
 }

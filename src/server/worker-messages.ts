@@ -8,7 +8,7 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { Ajv } from 'ajv';
 import { FENCING_TOKEN_PATTERN } from '../core/ids.js';
-import { LABEL_LIMITS, LOG_LIMITS, type AgentMessage } from '../core/protocol.js';
+import { LABEL_LIMITS, LOG_LIMITS, MAX_MESSAGES_PER_FRAME, type AgentMessage } from '../core/protocol.js';
 
 /** Largest frame the server accepts from an agent (a log chunk is 64 KiB, base64 ≈ 87 KiB). */
 export const MAX_AGENT_FRAME_BYTES = 256 * 1024;
@@ -72,9 +72,14 @@ const SCHEMAS: Record<AgentMessage['type'], TSchema> = { hello: Hello, draining:
 const ajv = new Ajv({ allErrors: false, strict: false, coerceTypes: false, useDefaults: false, removeAdditional: false });
 const validators = Object.fromEntries(Object.entries(SCHEMAS).map(([k, s]) => [k, ajv.compile(s)])) as Record<AgentMessage['type'], ReturnType<typeof ajv.compile>>;
 
-export type ParsedFrame = { ok: true; msg: AgentMessage } | { ok: false; reason: string };
+export type ParsedFrame = { ok: true; msgs: AgentMessage[] } | { ok: false; reason: string };
 
-/** Parses and validates one frame. The reason names the field and what is wrong with it. */
+/**
+ * Parses and validates one frame: a message, or an array of 1 to
+ * MAX_MESSAGES_PER_FRAME messages (core/protocol.ts). Any invalid message
+ * rejects the whole frame. The reason names the field (with its index in an
+ * array frame) and what is wrong with it.
+ */
 export function parseAgentFrame(data: Buffer, isBinary: boolean): ParsedFrame {
   if (isBinary) return { ok: false, reason: 'binary frame (the protocol is JSON text)' };
   if (data.length > MAX_AGENT_FRAME_BYTES) return { ok: false, reason: `frame of ${data.length} bytes is over the ${MAX_AGENT_FRAME_BYTES}-byte limit` };
@@ -84,18 +89,34 @@ export function parseAgentFrame(data: Buffer, isBinary: boolean): ParsedFrame {
   } catch {
     return { ok: false, reason: 'frame is not JSON' };
   }
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) return { ok: false, reason: 'frame is not a JSON object' };
+  if (!Array.isArray(v)) {
+    const one = checkMessage(v);
+    return typeof one === 'string' ? { ok: false, reason: one } : { ok: true, msgs: [one] };
+  }
+  if (v.length === 0 || v.length > MAX_MESSAGES_PER_FRAME) return { ok: false, reason: `frame: an array frame holds 1 to ${MAX_MESSAGES_PER_FRAME} messages, got ${v.length}` };
+  const msgs: AgentMessage[] = [];
+  for (const [i, item] of v.entries()) {
+    const m = checkMessage(item);
+    if (typeof m === 'string') return { ok: false, reason: `[${i}] ${m}` };
+    msgs.push(m);
+  }
+  return { ok: true, msgs };
+}
+
+/** One message of a frame, validated: the message, or why not. */
+function checkMessage(v: unknown): AgentMessage | string {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return 'frame is not a JSON object';
   const type = (v as { type?: unknown }).type;
   if (typeof type !== 'string' || !Object.prototype.hasOwnProperty.call(validators, type)) {
-    return { ok: false, reason: `type: unknown message type ${JSON.stringify(type)?.slice(0, 40)}` };
+    return `type: unknown message type ${JSON.stringify(type)?.slice(0, 40)}`;
   }
   const validate = validators[type as AgentMessage['type']];
   if (!validate(v)) {
     const e = validate.errors?.[0];
     const field = e ? `${type}${e.instancePath.replace(/\//g, '.')}` : type;
-    return { ok: false, reason: `${field}: ${e?.message ?? 'invalid'}${e?.params && 'additionalProperty' in e.params ? ` (${String(e.params.additionalProperty).slice(0, 40)})` : ''}` };
+    return `${field}: ${e?.message ?? 'invalid'}${e?.params && 'additionalProperty' in e.params ? ` (${String(e.params.additionalProperty).slice(0, 40)})` : ''}`;
   }
-  return { ok: true, msg: v as AgentMessage };
+  return v as AgentMessage;
 }
 
 export type HelloMessage = Static<typeof Hello>;

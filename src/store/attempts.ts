@@ -40,6 +40,30 @@ export interface EndGuard {
   leaseExpired?: boolean;
 }
 
+/** One fenced end of a batch (AttemptStore.endAttempts). */
+export interface EndRequest {
+  attemptId: number;
+  fencingToken: string;
+  end: Omit<AttemptEndInput, 'attempt'>;
+  /** Who ends it, for the event: `worker:<id>` or `scheduler`. */
+  actor: string;
+  guard?: EndGuard;
+}
+
+/** What endAndClaim claims after the ends: up to `max` tasks for `worker` (the slots the ends freed). */
+export interface RefillClaim {
+  worker: ClaimingWorker;
+  max: number;
+  leaseMs: number;
+}
+
+export interface EndAndClaimResult {
+  /** As endAttempts answers. */
+  ended: Array<AttemptEndResult | null>;
+  /** As claimMany answers. */
+  claims: Claim[];
+}
+
 export interface RenewResult {
   /** Listed attempts whose lease was extended. */
   renewed: number[];
@@ -60,6 +84,14 @@ export interface AttemptStore {
    */
   claimNext(worker: ClaimingWorker, now: number, leaseMs: number): Promise<Claim | null>;
 
+  /**
+   * claimNext up to `max` times for one worker, as one statement (PostgreSQL)
+   * or inside one transaction (SQLite): the best `max` waiting tasks it may
+   * run, in claim order (priority, then age). Same guarantees as claimNext for
+   * each task; fewer (or none) when fewer fit. `max` is an integer >= 1.
+   */
+  claimMany(worker: ClaimingWorker, max: number, now: number, leaseMs: number): Promise<Claim[]>;
+
   /** The fence (core/fence.ts) for a report from `workerId`'s session. Read-only. */
   checkReport(attemptId: number, fencingToken: string, workerId: string): Promise<ReportCheck>;
 
@@ -69,6 +101,23 @@ export interface AttemptStore {
    * the token is its, and the guards hold.
    */
   endAttempt(attemptId: number, fencingToken: string, end: Omit<AttemptEndInput, 'attempt'>, actor: string, now: number, guard?: EndGuard): Promise<AttemptEndResult | null>;
+
+  /**
+   * endAttempt for each request, all in ONE transaction, with each request
+   * fenced and guarded on its own: the answer has one entry per request, in
+   * order, null for each one refused (which changes nothing). A request for an
+   * attempt an earlier request of the batch ended is refused like any late
+   * report. Throws only if the transaction itself fails (then nothing changed).
+   */
+  endAttempts(requests: EndRequest[], now: number): Promise<Array<AttemptEndResult | null>>;
+
+  /**
+   * endAttempts, then (with `claim`) claimMany for that worker, in the SAME
+   * transaction: a worker's exits and the claims that refill its slots cost
+   * one commit. Nothing is claimed if the transaction fails; a claim sees the
+   * tasks the ends requeued.
+   */
+  endAndClaim(requests: EndRequest[], claim: RefillClaim | null, now: number): Promise<EndAndClaimResult>;
 
   /** Records a rejected report as an event on the attempt's task; no-op for an attempt id that never existed. */
   recordFencedReport(attemptId: number, kind: string, actor: string, now: number): Promise<void>;

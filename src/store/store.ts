@@ -19,7 +19,7 @@ import type { WorkerStore } from './workers.js';
 export type { AttemptEndResult, Claim, ClaimingWorker, EndGuard, RenewResult, ReportCheck } from './attempts.js';
 export type { LogStore, NewLogChunk } from './logs.js';
 export type { StoreSignal } from './signals.js';
-export type { CancelResult, CreateResult, Idempotency, TaskFilter, TaskPage } from './tasks.js';
+export type { CancelResult, CreateManyResult, CreateResult, Idempotency, NewTask, TaskFilter, TaskPage } from './tasks.js';
 export type { Role, TokenRecord } from './tokens.js';
 export type { WorkerRecord } from './workers.js';
 export type { Change, ChangePage, ChangeTopic, FeedStore } from './feed.js';
@@ -61,6 +61,7 @@ export interface Store extends TokenStore, TaskStore, AttemptStore, LogStore, Wo
    *
    * Which changes signal what (both stores; checked by the contract suite):
    *   createTask (when created), retryTask, promoteDue (each id)  → wake + task
+   *   createTasks (when created)  → wake (once)
    *   endAttempt      → task (+ wake when the task is, or stays, waiting)
    *   claimNext, appendLogs (when stored)  → task
    *   cancelTask      → task (+ cancel when an attempt was running)

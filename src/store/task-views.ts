@@ -72,4 +72,14 @@ export interface TaskViewStore {
   runningAttempts(workerId?: string): Promise<RunningAttemptView[]>;
   /** Deletes per-minute rows older than `before`; returns how many. */
   pruneMinuteStats(before: number): Promise<number>;
+  /**
+   * Replaces the several rows of one counter key by their sum (the counts
+   * and the minutes from `since` on): PostgreSQL's writers append delta rows
+   * instead of locking one row per key (migration 5), and readers sum
+   * whatever is there, so folding changes no answer, only how many rows a
+   * read sums. Safe to run concurrently from several servers. SQLite keeps
+   * one row per key (one writer, no lock to contend for): nothing to fold, 0.
+   * Returns the number of rows folded away.
+   */
+  foldCounters(since: number): Promise<number>;
 }

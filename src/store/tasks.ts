@@ -1,6 +1,9 @@
 /** Tasks: submit, read, list, cancel, retry, backoff promotion. */
 import type { Attempt, Task, TaskEvent, TaskSpec } from '../core/task.js';
 import type { TaskState } from '../core/task-state.js';
+import type { NewTask } from './batch.js';
+
+export type { NewTask } from './batch.js';
 
 export interface TaskFilter {
   state?: TaskState;
@@ -43,6 +46,13 @@ export interface CreateResult {
   created: boolean;
 }
 
+export interface CreateManyResult {
+  /** In the order given. */
+  tasks: Task[];
+  /** False: the batch's idempotency key was seen before and these are the tasks it made then. */
+  created: boolean;
+}
+
 export interface CancelResult {
   task: Task;
   /** The running attempt the worker must stop, if any (it now has a stop reason). */
@@ -57,6 +67,20 @@ export interface TaskStore {
    * with another requestHash throws ConflictError.
    */
   createTask(id: string, owner: string, spec: TaskSpec, actor: string, now: number, idem?: Idempotency): Promise<CreateResult>;
+  /**
+   * Stores 1..MAX_BATCH (store/batch.ts) new tasks of one owner and releases
+   * them, as createTask does for each (the same rows, the same two events,
+   * the same feed rows and counters), all in one transaction: every task is
+   * stored or none is. A taken id throws ConflictError and stores nothing;
+   * an empty or oversized batch throws InvalidInputError naming `tasks`.
+   * With `idem` (the batch's key and the hash of the whole batch), item i is
+   * stored under the key batchItemKey(idem.key, i): a second call with the
+   * same owner, key and hash returns the first call's tasks in order
+   * (created: false) and writes nothing; the key with another hash or
+   * another number of items throws ConflictError. Signals one `wake` (no
+   * `task` signals: nobody can be following a task that did not exist).
+   */
+  createTasks(owner: string, tasks: readonly NewTask[], actor: string, now: number, idem?: Idempotency): Promise<CreateManyResult>;
   getTask(id: string): Promise<Task | null>;
   listTasks(filter: TaskFilter): Promise<TaskPage>;
   listAttempts(taskId: string): Promise<Attempt[]>;

@@ -75,7 +75,7 @@ import { HeldAttempt, type HeldRunnerOptions } from './held-attempt.js';
 import { silentLogger, type Logger } from './logger.js';
 import { reapLeftovers } from './leftovers.js';
 import { EXECUTORS, isExecutor, type Executor } from './noop-executor.js';
-import type { AttemptResult } from './process-runner.js';
+import { whenCleanedUp, type AttemptResult } from './process-runner.js';
 import { ReaperClient } from './reaper-client.js';
 import type { BackoffOptions } from './reconnect-backoff.js';
 import { passedEnv } from './task-env.js';
@@ -290,6 +290,8 @@ class WorkerAgent implements Agent {
     this.ready = false;
     if (this.fenceTimer) clearTimeout(this.fenceTimer);
     this.fenceTimer = null;
+    // The work dirs of attempts that ended are removed after their exit reports (process-runner.ts).
+    await whenCleanedUp();
     await this.reaper?.close();
   }
 
@@ -514,7 +516,8 @@ class WorkerAgent implements Agent {
     }
     const running = [...this.held.values()].filter((h) => !h.result).length;
     if (running >= this.opts.slots) this.log.warn({ attemptId: a.attemptId, running, slots: this.opts.slots }, 'assigned beyond capacity; running it anyway');
-    this.log.info({ attemptId: a.attemptId, taskId: a.taskId, attempt: a.number }, 'attempt assigned');
+    // debug, like 'attempt ended' below: a line per task is a measurable share of a busy agent's work (issue 9).
+    this.log.debug({ attemptId: a.attemptId, taskId: a.taskId, attempt: a.number }, 'attempt assigned');
     this.hold(a, this.runner);
     this.scheduleFence();
   }
@@ -522,10 +525,15 @@ class WorkerAgent implements Agent {
   private hold(a: AssignedAttempt, runner: HeldRunnerOptions): HeldAttempt {
     // See the contract at the top: the lease was set by the claim just before this assign was sent.
     const confirmedAt = performance.now();
-    const h = new HeldAttempt(a, runner, () => this.flush(), confirmedAt);
+    // `spawnedAt`: epoch ms with a fraction (performance.timeOrigin + now()), the agent's clock just after the
+    // spawn; `npm run bench` reads it (at --log-level debug) for submit → process started.
+    const onSpawned = (pid: number) => this.log.debug({ attemptId: a.attemptId, taskId: a.taskId, pid, spawnedAt: performance.timeOrigin + performance.now() }, 'process started');
+    const h = new HeldAttempt(a, runner, () => this.flush(), confirmedAt, onSpawned);
     this.held.set(a.attemptId, h);
     void h.ended.then((result) => {
-      this.log.info({ attemptId: a.attemptId, taskId: a.taskId, ...result }, 'attempt ended');
+      // debug: the server keeps every attempt's end in the task's history; a line per task cost a busy
+      // agent about 10 % of its CPU (issue 9, 2,000 /bin/true). A failure to report is still a warning.
+      this.log.debug({ attemptId: a.attemptId, taskId: a.taskId, ...result }, 'attempt ended');
       if (h.forgotten && this.held.get(a.attemptId) === h) this.held.delete(a.attemptId);
       this.opts.onAttemptEnd?.(a, result, !h.forgotten);
       this.scheduleFence();

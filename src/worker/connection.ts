@@ -18,7 +18,7 @@
  *   logged and dropped.
  */
 import WebSocket from 'ws';
-import type { AgentMessage, ServerMessage } from '../core/protocol.js';
+import { FRAME_BATCH_CHARS, MAX_MESSAGES_PER_FRAME, packFrames, type AgentMessage, type ServerMessage } from '../core/protocol.js';
 import type { Logger } from './logger.js';
 import { DEFAULT_BACKOFF, reconnectDelay, type BackoffOptions } from './reconnect-backoff.js';
 import { workerConnectUrl } from './server-url.js';
@@ -97,18 +97,47 @@ export class Connection {
     this.failures = 0;
   }
 
-  /** Sends if the socket is open; returns false (and sends nothing) otherwise. */
+  /**
+   * Sends if the socket is open; returns false (and sends nothing) otherwise.
+   * Messages sent in one turn of the event loop share frames (core/protocol.ts
+   * framing); a message of FRAME_BATCH_CHARS or more (a log chunk) goes at
+   * once in its own frame, after what was queued before it.
+   */
   send(msg: AgentMessage): boolean {
     const ws = this.ws;
     if (!ws || ws.readyState !== WebSocket.OPEN) return false;
-    ws.send(JSON.stringify(msg), () => {
+    const json = JSON.stringify(msg);
+    if (json.length >= FRAME_BATCH_CHARS) {
+      this.flushOutbox();
+      this.sendFrame(ws, json);
+      return true;
+    }
+    this.outbox.push(json);
+    this.outboxChars += json.length;
+    if (this.outboxChars >= FRAME_BATCH_CHARS) this.flushOutbox();
+    else if (this.outbox.length === 1) setImmediate(() => this.flushOutbox());
+    return true;
+  }
+
+  private readonly outbox: string[] = [];
+  private outboxChars = 0;
+
+  private flushOutbox(): void {
+    const jsons = this.outbox.splice(0);
+    this.outboxChars = 0;
+    const ws = this.ws;
+    if (jsons.length === 0 || !ws || ws.readyState !== WebSocket.OPEN) return;
+    for (const frame of packFrames(jsons)) this.sendFrame(ws, frame);
+  }
+
+  private sendFrame(ws: WebSocket, frame: string): void {
+    ws.send(frame, () => {
       if (this.blocked && this.ws === ws && ws.bufferedAmount < SEND_LOW_WATER) {
         this.blocked = false;
         this.handlers.onWritable();
       }
     });
     if (ws.bufferedAmount >= SEND_HIGH_WATER) this.blocked = true;
-    return true;
   }
 
   ping(): void {
@@ -126,6 +155,7 @@ export class Connection {
     this.closing = true;
     if (this.retryTimer) clearTimeout(this.retryTimer);
     this.retryTimer = null;
+    this.flushOutbox();
     const ws = this.ws;
     if (!ws || ws.readyState === WebSocket.CLOSED) return;
     await new Promise<void>((resolve) => {
@@ -164,12 +194,12 @@ export class Connection {
     ws.on('pong', heard);
     ws.on('message', (data, isBinary) => {
       heard();
-      const msg = parse(isBinary ? null : data.toString());
-      if (!msg) {
+      const msgs = parse(isBinary ? null : data.toString());
+      if (!msgs) {
         this.opts.logger.warn({ url }, 'dropped a malformed frame from the server');
         return;
       }
-      this.handlers.onMessage(msg);
+      for (const msg of msgs) this.handlers.onMessage(msg);
     });
     ws.on('error', (err) => {
       socketError = err.message;
@@ -177,6 +207,9 @@ export class Connection {
     ws.on('close', (code) => {
       if (this.ws !== ws) return;
       this.ws = null;
+      // Messages queued for this socket are not sent on the next one (the agent rewinds after its welcome).
+      this.outbox.length = 0;
+      this.outboxChars = 0;
       const reason = `${url}: ${this.dropReason ?? socketError ?? `closed (${code})`}`;
       this.lastError = reason;
       this.handlers.onDown(reason);
@@ -188,11 +221,14 @@ export class Connection {
   }
 }
 
-function parse(text: string | null): ServerMessage | null {
+/** A frame's messages (one object, or an array of them), or null if it is not that shape. */
+function parse(text: string | null): ServerMessage[] | null {
   if (text === null) return null;
+  const isMessage = (v: unknown) => !!v && typeof v === 'object' && typeof (v as { type?: unknown }).type === 'string';
   try {
     const v: unknown = JSON.parse(text);
-    if (v && typeof v === 'object' && typeof (v as { type?: unknown }).type === 'string') return v as ServerMessage;
+    if (Array.isArray(v)) return v.length > 0 && v.length <= MAX_MESSAGES_PER_FRAME && v.every(isMessage) ? (v as ServerMessage[]) : null;
+    if (isMessage(v)) return [v as ServerMessage];
   } catch {
     // fall through
   }

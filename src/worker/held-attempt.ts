@@ -50,12 +50,15 @@ export class HeldAttempt {
     runner: HeldRunnerOptions,
     onChange: (h: HeldAttempt) => void,
     leaseConfirmedAt: number,
+    /** Called once the process exists (after the spawn), with its pid (0 for the noop executor). */
+    onSpawned?: (pid: number) => void,
   ) {
     this.leaseConfirmedAt = leaseConfirmedAt;
     const { executor, ...runnerOpts } = runner;
     this.run = (executor === 'noop' ? runNoop : runAttempt)(attempt, {
       ...runnerOpts,
-      onStarted: () => {
+      onStarted: (pid) => {
+        onSpawned?.(pid);
         this.startedPending = true;
         onChange(this);
       },

@@ -3,6 +3,7 @@
  * CLI can pass a pino instance and tests can pass nothing (silence).
  */
 export interface Logger {
+  debug(obj: object | string, msg?: string): void;
   info(obj: object | string, msg?: string): void;
   warn(obj: object | string, msg?: string): void;
   error(obj: object | string, msg?: string): void;
@@ -10,6 +11,7 @@ export interface Logger {
 
 /** The default: the agent is quiet unless its host gives it a logger. */
 export const silentLogger: Logger = {
+  debug() {},
   info() {},
   warn() {},
   error() {},

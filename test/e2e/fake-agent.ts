@@ -1,6 +1,6 @@
 /**
  * A hand-driven worker agent for end-to-end tests of the protocol's trust
- * boundary: a raw WebSocket speaking protocol v2 to a real `drover server`,
+ * boundary: a raw WebSocket speaking the worker protocol (core/protocol.ts) to a real `drover server`,
  * sending exactly what a test (or a hostile client) tells it to.
  */
 import { once } from 'node:events';
@@ -14,7 +14,9 @@ export class FakeAgent {
   private waiters: Array<() => void> = [];
   private constructor(readonly ws: WebSocket) {
     ws.on('message', (d) => {
-      this.received.push(JSON.parse(d.toString()) as ServerMessage);
+      // A frame carries one message or an array of them (core/protocol.ts framing).
+      const v = JSON.parse(d.toString()) as ServerMessage | ServerMessage[];
+      this.received.push(...(Array.isArray(v) ? v : [v]));
       this.wake();
     });
     ws.on('close', (code, reason) => {

@@ -118,6 +118,38 @@ describe('e2e: worker trust boundary', () => {
     assert.equal(done.task.state, 'succeeded');
   });
 
+  it('an array frame carries several messages: exits in one frame end together and refill the slots; one bad item refuses the whole frame', async () => {
+    const f = await fake(otherWorkerToken);
+    f.hello('batcher', { slots: 2, labels: { pool: 'batch' } });
+    await f.next('welcome');
+    const ids: string[] = [];
+    for (let i = 0; i < 4; i++) ids.push(await c.api.submit({ command: 'true', requires: { pool: 'batch' } }));
+    const a1 = await f.next('assign');
+    const a2 = await f.next('assign');
+    const exit = (a: { attempt: { attemptId: number; fencingToken: string } }, outcome = 'succeeded') => ({
+      type: 'exit',
+      attemptId: a.attempt.attemptId,
+      fencingToken: a.attempt.fencingToken,
+      outcome,
+      exitCode: 0,
+      signal: null,
+      error: null,
+      durationMs: 1,
+    });
+    f.send([exit(a1), exit(a2)] as never);
+    await f.next('exit_ack', 5_000, (m) => m.attemptId === a1.attempt.attemptId);
+    await f.next('exit_ack', 5_000, (m) => m.attemptId === a2.attempt.attemptId);
+    const a3 = await f.next('assign');
+    const a4 = await f.next('assign');
+    assert.deepEqual(new Set([a1, a2, a3, a4].map((a) => a.attempt.taskId)), new Set(ids));
+    for (const a of [a1, a2]) assert.equal((await c.api.task(a.attempt.taskId)).task.state, 'succeeded');
+    f.send([exit(a3), exit(a4, 'exploded')] as never);
+    const closed = await f.closed();
+    assert.equal(closed.code, 4002);
+    assert.match(closed.reason, /\[1\] exit\.outcome/);
+    assert.equal((await c.api.task(a3.attempt.taskId)).task.state, 'running', 'nothing of a refused frame is applied');
+  });
+
   it('a user or admin token cannot open a worker session', async () => {
     const u = await c.api.req('POST', '/v1/tokens', { name: 'mallory', role: 'user' });
     for (const token of [u.body.secret, c.api.token]) {

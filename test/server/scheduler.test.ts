@@ -9,7 +9,7 @@ import { newTaskId } from '../../src/core/ids.js';
 import type { ServerMessage } from '../../src/core/protocol.js';
 import type { Attempt, Task } from '../../src/core/task.js';
 import { FEED_RETENTION_MS, MINUTE_STATS_RETENTION_MS, PRUNE_EVERY_MS } from '../../src/server/retention.js';
-import { Scheduler, SWEEP_BATCH, type WorkerLink } from '../../src/server/scheduler.js';
+import { MAX_CLAIMS_PER_ROUND, Scheduler, SWEEP_BATCH, type WorkerLink } from '../../src/server/scheduler.js';
 import { CursorExpiredError } from '../../src/core/errors.js';
 import { TaskBus } from '../../src/server/task-bus.js';
 import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
@@ -149,5 +149,50 @@ describe('scheduler', () => {
     assert.match(sched.canTakeWorkerId('w', second) ?? '', /connected in another session/);
     clock.advance(10_001);
     assert.equal(sched.canTakeWorkerId('w', second), null);
+  });
+
+  it('free slots: a reservation holds slots until released (once); a draining worker has none', () => {
+    const l = new Link('w', 4);
+    l.attempts.set(1, 't');
+    assert.equal(sched.freeSlots(l), 3);
+    const a = sched.reserve(l, 2);
+    const b = sched.reserve(l, 1);
+    assert.equal(sched.freeSlots(l), 0);
+    a();
+    a();
+    assert.equal(sched.freeSlots(l), 2, 'a second release changes nothing');
+    b();
+    assert.equal(sched.freeSlots(l), 3);
+    l.draining = true;
+    assert.equal(sched.freeSlots(l), 0);
+  });
+
+  it('one pass fills every free slot of every worker, most free first, never beyond its slots', async () => {
+    for (let i = 0; i < 20; i++) await submit({ name: `t${i}` });
+    const big = new Link('big', 6);
+    const small = new Link('small', 2);
+    sched.start();
+    sched.addLink(small);
+    sched.addLink(big);
+    await sched.whenIdle();
+    assert.equal(big.attempts.size, 6);
+    assert.equal(small.attempts.size, 2);
+    assert.equal((await store.listTasks({ state: 'running', limit: 100 })).tasks.length, 8);
+    // A pass while a claim for `big` is in flight (its slots reserved) claims nothing more for it.
+    big.attempts.clear();
+    const release = sched.reserve(big, 6);
+    sched.kick();
+    await sched.whenIdle();
+    assert.equal(big.attempts.size, 0);
+    release();
+  });
+
+  it('a pass larger than MAX_CLAIMS_PER_ROUND runs again until the slots are full', async () => {
+    for (let i = 0; i < MAX_CLAIMS_PER_ROUND + 30; i++) await submit({ name: `t${i}` });
+    const l = new Link('w', MAX_CLAIMS_PER_ROUND + 20);
+    sched.start();
+    sched.addLink(l);
+    await sched.whenIdle();
+    assert.equal(l.attempts.size, MAX_CLAIMS_PER_ROUND + 20);
   });
 });

@@ -1,7 +1,7 @@
 /** The worker protocol's boundary: every agent frame is validated, and the reason names the field. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { LABEL_LIMITS, PROTOCOL_VERSION } from '../../src/core/protocol.js';
+import { FRAME_BATCH_CHARS, LABEL_LIMITS, MAX_MESSAGES_PER_FRAME, packFrames, PROTOCOL_VERSION } from '../../src/core/protocol.js';
 import { MAX_AGENT_FRAME_BYTES, parseAgentFrame } from '../../src/server/worker-messages.js';
 
 const TOKEN = 'ab'.repeat(16);
@@ -32,11 +32,34 @@ describe('parseAgentFrame', () => {
 
   it('refuses what is not a JSON object, binary frames and oversized frames', () => {
     assert.match((parseAgentFrame(Buffer.from('{nope'), false) as { reason: string }).reason, /not JSON/);
-    assert.match((parseAgentFrame(Buffer.from('[1]'), false) as { reason: string }).reason, /not a JSON object/);
+    assert.match((parseAgentFrame(Buffer.from('[1]'), false) as { reason: string }).reason, /^\[0\] frame is not a JSON object/);
     assert.match((parseAgentFrame(Buffer.from('{}'), true) as { reason: string }).reason, /binary/);
     assert.match((parseAgentFrame(Buffer.alloc(MAX_AGENT_FRAME_BYTES + 1, 32), false) as { reason: string }).reason, /over the/);
     refused({ type: 'launch-missiles' }, /^type: unknown message type/);
     refused({ notype: 1 }, /^type:/);
+  });
+
+  it('takes an array frame of 1 to 256 messages, in order, and refuses the whole frame for one bad message', () => {
+    const two = frame([{ type: 'started', attemptId: 1, fencingToken: TOKEN, pid: 7 }, exit()]);
+    assert.ok(two.ok);
+    if (two.ok) assert.deepEqual(two.msgs.map((m) => m.type), ['started', 'exit']);
+    assert.ok(frame(Array.from({ length: MAX_MESSAGES_PER_FRAME }, () => ({ type: 'draining' }))).ok);
+    refused(Array.from({ length: MAX_MESSAGES_PER_FRAME + 1 }, () => ({ type: 'draining' })), /^frame: an array frame holds 1 to 256 messages, got 257/);
+    refused([], /^frame: an array frame holds 1 to 256 messages, got 0/);
+    refused([exit(), exit({ outcome: 'exploded' })], /^\[1\] exit\.outcome:/);
+    refused([exit(), [exit()]], /^\[1\] frame is not a JSON object/);
+  });
+
+  it('packFrames: one message as itself, several as arrays, in order, within the bounds', () => {
+    const j = (i: number) => JSON.stringify({ type: 'exit_ack', attemptId: i });
+    assert.deepEqual(packFrames([j(1)]), [j(1)]);
+    assert.deepEqual(packFrames([j(1), j(2)]), [`[${j(1)},${j(2)}]`]);
+    const many = packFrames(Array.from({ length: 600 }, (_, i) => j(i)));
+    assert.deepEqual(many.map((f) => (JSON.parse(f) as unknown[]).length), [256, 256, 88]);
+    assert.deepEqual(many.flatMap((f) => (JSON.parse(f) as Array<{ attemptId: number }>).map((m) => m.attemptId)), Array.from({ length: 600 }, (_, i) => i));
+    const big = JSON.stringify({ type: 'assign', pad: 'x'.repeat(FRAME_BATCH_CHARS) });
+    assert.deepEqual(packFrames([j(1), big, j(2)]), [j(1), big, j(2)]);
+    assert.deepEqual(packFrames([]), []);
   });
 
   it('names the field of a bad value', () => {

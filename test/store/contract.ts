@@ -2,7 +2,7 @@
  * The Store contract: every implementation (SQLite, PostgreSQL) runs this
  * same suite, one file per concern (contract-tasks.ts, contract-attempts.ts,
  * contract-logs.ts, contract-tokens.ts, contract-workers.ts,
- * contract-web-sessions.ts, contract-feed.ts, contract-views.ts; signals and
+ * contract-web-sessions.ts, contract-feed.ts, contract-views.ts, contract-batch.ts; signals and
  * leadership in contract-signals.ts). `open` must return a fresh, empty store
  * each time; the suite calls `migrate()` itself and closes the store after
  * each test. Time is explicit (`now` numbers), and leases expire only through
@@ -10,6 +10,8 @@
  * A later feature adds its own contract file and one line here.
  */
 import { runAttemptContract } from './contract-attempts.js';
+import { runAttemptBatchContract } from './contract-attempt-batches.js';
+import { runBatchContract } from './contract-batch.js';
 import type { ContractHooks, Opened } from './contract-harness.js';
 import { runFeedContract } from './contract-feed.js';
 import { runViewContract } from './contract-views.js';
@@ -23,7 +25,9 @@ export { makeSpec, type ContractHooks } from './contract-harness.js';
 
 export function runStoreContract(name: string, open: Opened, hooks: ContractHooks = {}): void {
   runTaskContract(name, open);
+  runBatchContract(name, open, hooks);
   runAttemptContract(name, open);
+  runAttemptBatchContract(name, open);
   runLogContract(name, open);
   runTokenContract(name, open);
   runWorkerContract(name, open);

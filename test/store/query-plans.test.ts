@@ -278,7 +278,8 @@ describe('query plans: PostgreSQL', { skip: PG ? false : PG_SKIP_REASON }, () =>
       const { all, text } = await plan(sql, [...params]);
       assert.ok(!all.some((n) => n['Relation Name'] === 'tasks'), `${label} never reads tasks:\n${text}`);
     }
-    await expect('counts of an owner', PG_VIEW_SQL.countsOwner, ['u7'], /^task_counts_pkey$/, true);
+    // No index expectation for the counts: task_counts is small by design (the sweeper folds its delta rows to
+    // one per owner and state, migration 5), so a scan of it is the planner's right choice; it never reads tasks (above).
     await expect('running attempts', PG_VIEW_SQL.running(false), [], /^attempts_running_/, true);
     await expect('running attempts of a worker', PG_VIEW_SQL.running(true), ['w3'], /^attempts_running_worker$/, true);
     const xid = (await c.query<{ x: string }>('SELECT min(xid)::text AS x FROM changes')).rows[0]!.x;

@@ -371,7 +371,7 @@ describe('SqliteStore specifics', () => {
     try {
       const plan = (sql: string) => (s.db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all() as Array<{ detail: string }>).map((p) => p.detail).join('\n');
       // The claim statement itself (placement and the running-attempt check included) walks the queue index in order.
-      const claim = (s.db.prepare(`EXPLAIN QUERY PLAN ${CLAIM_SQL}`).all({ labels: '{"os":"linux"}' }) as Array<{ detail: string }>).map((p) => p.detail).join('\n');
+      const claim = (s.db.prepare(`EXPLAIN QUERY PLAN ${CLAIM_SQL}`).all({ labels: '{"os":"linux"}', max: 1 }) as Array<{ detail: string }>).map((p) => p.detail).join('\n');
       assert.match(claim, /tasks_queue/);
       assert.doesNotMatch(claim, /TEMP B-TREE/);
       const due = plan("SELECT id FROM tasks WHERE state = 'retrying' AND run_after <= 5 ORDER BY run_after, id LIMIT 100");

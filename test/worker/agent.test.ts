@@ -179,7 +179,8 @@ describe('worker agent', { timeout: 30_000 }, () => {
       const startedAt = Date.now();
       const beats: number[] = [];
       const onBeat = (data: unknown) => {
-        if ((JSON.parse(String(data)) as AgentMessage).type === 'heartbeat') beats.push(Date.now());
+        const v = JSON.parse(String(data)) as AgentMessage | AgentMessage[];
+        if ((Array.isArray(v) ? v : [v]).some((m) => m.type === 'heartbeat')) beats.push(Date.now());
       };
       conn.ws.on('message', onBeat);
       const exit = await conn.next('exit', undefined, 20_000);

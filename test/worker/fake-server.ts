@@ -26,10 +26,13 @@ export class FakeConn {
     readonly req: IncomingMessage,
   ) {
     ws.on('message', (data) => {
-      const msg = JSON.parse(data.toString()) as AgentMessage;
-      this.messages.push(msg);
-      if (this.autoAck && msg.type === 'log') this.send({ type: 'ack', attemptId: msg.attemptId, seq: msg.seq });
-      if (this.answerHeartbeats && msg.type === 'heartbeat') this.send({ type: 'heartbeat_ack', seq: msg.seq, stop: this.stopOrders });
+      // A frame carries one message or an array of them (core/protocol.ts framing).
+      const v = JSON.parse(data.toString()) as AgentMessage | AgentMessage[];
+      for (const msg of Array.isArray(v) ? v : [v]) {
+        this.messages.push(msg);
+        if (this.autoAck && msg.type === 'log') this.send({ type: 'ack', attemptId: msg.attemptId, seq: msg.seq });
+        if (this.answerHeartbeats && msg.type === 'heartbeat') this.send({ type: 'heartbeat_ack', seq: msg.seq, stop: this.stopOrders });
+      }
       const w = this.waiters;
       this.waiters = [];
       w.forEach((f) => f());

@@ -8,6 +8,13 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { OutputChunk } from '../../src/worker/log-pump.js';
 import { runAttempt, type AttemptRun, type AttemptSpec, type RunnerOptions } from '../../src/worker/process-runner.js';
+import { loadNativeSpawn } from '../../src/worker/native-spawn.js';
+
+/**
+ * The spawners the runner tests run with: both, unless the addon is not built
+ * here (then only Node's, and the native-spawn tests report why they skip).
+ */
+export const SPAWNERS: ReadonlyArray<'native' | 'node'> = 'binding' in loadNativeSpawn() ? ['native', 'node'] : ['node'];
 
 /** A fencing token as the server makes them: 32 random hex digits. */
 export function fencingToken(): string {

@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { LOG_LIMITS } from '../../src/core/protocol.js';
-import { runAttempt } from '../../src/worker/process-runner.js';
-import { collect, exists, spec, tempDir } from './helpers.js';
+import { runAttempt, whenCleanedUp } from '../../src/worker/process-runner.js';
+import { collect, exists, spec, SPAWNERS, tempDir } from './helpers.js';
 
 const GRACE = 300;
 
@@ -14,11 +14,12 @@ async function ready(c: ReturnType<typeof collect>): Promise<void> {
   while (!c.text('stdout').includes('ready')) await new Promise((r) => setTimeout(r, 5));
 }
 
-describe('process runner', { timeout: 30_000 }, () => {
+// Every behaviour holds for both ways of starting a process (native-spawn.ts): the addon and Node's child_process.
+for (const spawner of SPAWNERS) describe(`process runner (${spawner} spawner)`, { timeout: 30_000 }, () => {
   let tmp: ReturnType<typeof tempDir>;
   before(() => (tmp = tempDir('drover-runner-')));
   after(() => tmp.remove());
-  const opts = () => ({ workDir: tmp.dir, killGraceMs: GRACE });
+  const opts = () => ({ workDir: tmp.dir, killGraceMs: GRACE, spawner });
 
   it('runs a command without a shell and captures both streams', async () => {
     const c = collect(spec({ command: 'sh', args: ['-c', 'echo hello; echo oops >&2; pwd'] }), opts());
@@ -30,9 +31,10 @@ describe('process runner', { timeout: 30_000 }, () => {
     assert.equal(hello, 'hello');
     assert.equal(c.text('stderr'), 'oops\n');
     assert.deepEqual(c.chunks.map((x) => x.seq), c.chunks.map((_, i) => i));
-    // cwd was the fresh per-attempt dir, and it is gone now.
+    // cwd was the fresh per-attempt dir, and it is removed right after the result (not before it: off the exit's path).
     assert.equal(path.dirname(cwd!), tmp.dir);
     assert.match(path.basename(cwd!), /^01TESTTASK-1-.{6}$/);
+    await c.run.cleanedUp;
     assert.equal(existsSync(cwd!), false);
   });
 
@@ -272,9 +274,32 @@ describe('process runner', { timeout: 30_000 }, () => {
     assert.ok(maxSeen <= LOG_LIMITS.maxInFlightBytes);
   });
 
-  it('removes the work dir and its script after the attempt', async () => {
+  it('a work dir on tmpfs (its directory calls made synchronously) keeps the same contract', async (t) => {
+    if (!existsSync('/dev/shm')) return t.skip('no /dev/shm');
+    const shm = mkdtempSync('/dev/shm/drover-runner-');
+    try {
+      const c = collect(spec({ script: 'pwd; test -d "$DROVER_OUTPUT_DIR" && echo out-ok; touch "$DROVER_OUTPUT_DIR/x"' }), { ...opts(), workDir: shm });
+      const r = await c.run.result;
+      assert.equal(r.outcome, 'succeeded', c.text('stderr'));
+      const [cwd, ok] = c.text('stdout').trim().split('\n');
+      assert.equal(path.dirname(cwd!), shm);
+      assert.equal(ok, 'out-ok');
+      await c.run.cleanedUp;
+      assert.deepEqual(readdirSync(shm), [], 'work dir (with a file left in out/) removed');
+      const run = runAttempt(spec({ command: 'true' }), { ...opts(), workDir: shm });
+      const plain = await run.result;
+      assert.equal(plain.outcome, 'succeeded');
+      await run.cleanedUp;
+      assert.deepEqual(readdirSync(shm), []);
+    } finally {
+      rmSync(shm, { recursive: true, force: true });
+    }
+  });
+
+  it('removes the work dir and its script after the attempt (cleanedUp, and whenCleanedUp for all)', async () => {
     const c = collect(spec({ script: 'echo "$0"; touch "$DROVER_OUTPUT_DIR/result.txt"' }), opts());
     await c.run.result;
+    await whenCleanedUp();
     const scriptPath = c.text('stdout').trim();
     assert.equal(path.basename(scriptPath), '.drover-script');
     await assert.rejects(stat(path.dirname(scriptPath)), { code: 'ENOENT' });

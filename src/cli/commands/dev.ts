@@ -34,6 +34,7 @@ import { onShutdown } from '../signals.js';
 import { UsageError } from '../usage-error.js';
 import { listenError } from '../listen-error.js';
 import { openInBrowser } from '../open-browser.js';
+import { applyHeapFlags } from '../heap-flags.js';
 
 interface DevFlags {
   port: string;
@@ -185,6 +186,7 @@ export function devCommand(): Command {
       mkdirSync(cfg.dir, { recursive: true, mode: 0o700 });
       const dbPath = join(cfg.dir, 'drover.db');
 
+      applyHeapFlags();
       const { startServer } = await import('../../server/main.js');
       const server = await startServer({
         db: `sqlite:${dbPath}`,

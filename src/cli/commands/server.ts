@@ -12,6 +12,7 @@ import { onShutdown } from '../signals.js';
 import { parseDbUrl, parseDurationFlag, parseIntFlag, parsePort } from '../parse.js';
 import { UsageError } from '../usage-error.js';
 import { listenError } from '../listen-error.js';
+import { applyHeapFlags } from '../heap-flags.js';
 
 export const DEFAULT_DB = 'sqlite:./.drover/drover.db';
 
@@ -68,6 +69,7 @@ export function serverCommand(): Command {
       if (!flags.host.trim()) throw new UsageError('invalid --host "": expected an address such as 127.0.0.1 or 0.0.0.0');
       ensureSqliteDir(db);
 
+      applyHeapFlags();
       const { startServer } = await import('../../server/main.js');
       const server = await startServer({
         db,

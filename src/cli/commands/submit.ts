@@ -1,5 +1,6 @@
 /**
- * `drover submit [options] -- CMD [ARGS...]` (or `--script FILE|-`).
+ * `drover submit [options] -- CMD [ARGS...]` (or `--script FILE|-`, or
+ * `--from-file FILE|-` for many tasks at once: commands/submit-file.ts).
  *
  * Every flag is validated here, before any request, with a message naming
  * the flag (exit 2). Prints the new task's id, or the task as JSON.
@@ -24,6 +25,7 @@ import { streamLogs, terminalFilter, waitOutcome } from '../follow-logs.js';
 import { printJson, safeText } from '../output.js';
 import { collect, parseDurationFlag, parseIntFlag, parseKeyValues, parseNumberFlag } from '../parse.js';
 import { UsageError } from '../usage-error.js';
+import { MAX_BASE_KEY, submitFile } from './submit-file.js';
 
 export const MISSING_COMMAND = 'missing command: drover submit -- CMD [ARGS...]';
 
@@ -43,6 +45,37 @@ export interface SubmitFlags {
   interpreter?: string;
   wait?: boolean;
   json?: boolean;
+  fromFile?: string;
+}
+
+/** The flags that describe one task: with --from-file every task's fields come from the file instead. */
+const PER_TASK_FLAGS: ReadonlyArray<[keyof SubmitFlags, string]> = [
+  ['name', '--name'], ['retries', '--retries'], ['retryBase', '--retry-base'], ['retryFactor', '--retry-factor'], ['retryCap', '--retry-cap'],
+  ['timeout', '--timeout'], ['priority', '--priority'], ['env', '--env'], ['label', '--label'], ['require', '--require'],
+  ['script', '--script'], ['interpreter', '--interpreter'], ['wait', '--wait'],
+];
+
+/**
+ * --from-file's usage rules: no command, no per-task flag, a base key short
+ * enough for its batch keys. Returns the base idempotency key.
+ */
+export function checkFromFileUsage(argv: readonly string[], f: SubmitFlags, random: () => string = randomUUID): string {
+  if (argv.length) throw new UsageError(`--from-file and a command are exclusive: got --from-file ${safeText(f.fromFile ?? '')} and command "${safeText(argv[0]!)}"`);
+  for (const [k, flag] of PER_TASK_FLAGS) {
+    if (f[k] !== undefined) throw new UsageError(`--from-file and ${flag} are exclusive: each line of the file gives its task's fields (e.g. {"command": "echo", "args": ["hi"], "retry": {"maxRetries": 1}})`);
+  }
+  const base = idempotencyKeyOf(f, random);
+  if (base.length > MAX_BASE_KEY) throw new UsageError(`invalid --idempotency-key: with --from-file at most ${MAX_BASE_KEY} characters (a batch number is appended)`);
+  return base;
+}
+
+function readTaskFile(file: string): string {
+  try {
+    return readFileSync(file === '-' ? 0 : file, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+    throw new UsageError(`invalid --from-file "${safeText(file)}": cannot read it (${code})`);
+  }
 }
 
 /**
@@ -131,8 +164,18 @@ export function submitCommand(): Command {
     .option('--script <file>', 'run this script file instead of a command ("-" reads stdin)')
     .option('--interpreter <argv>', 'with --script: the program that runs it, e.g. "python3 -u" (default sh)')
     .option('--wait', 'stream the log, then exit with the task\'s exit status')
-    .option('--json', 'print the task as JSON')
+    .option('--from-file <file>', 'submit every task of a JSON Lines file ("-" reads stdin): one POST /v1/tasks object per line, sent in batches of 1000; prints the ids')
+    .option('--json', 'print the task as JSON (with --from-file: a JSON array of the tasks)')
     .action(async (argv: string[], flags: SubmitFlags, cmd: Command) => {
+      if (flags.fromFile !== undefined) {
+        const baseKey = checkFromFileUsage(argv, flags);
+        const name = flags.fromFile === '-' ? 'stdin' : flags.fromFile;
+        // Loaded here only: the schema compiler is not on every start-up's path.
+        const { parseTaskFile } = await import('../task-file.js');
+        const file = parseTaskFile(readTaskFile(flags.fromFile), name);
+        await submitFile(connect(cmd), file, name, baseKey, flags.json === true);
+        return;
+      }
       const req = buildSubmitRequest(argv, flags);
       const idempotencyKey = idempotencyKeyOf(flags);
       const client = connect(cmd);

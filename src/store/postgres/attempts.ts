@@ -15,89 +15,224 @@ import { newFencingToken } from '../../core/ids.js';
 import type { StopOrder } from '../../core/protocol.js';
 import type { Attempt } from '../../core/task.js';
 import { assertTransition } from '../../core/task-state.js';
-import type { AttemptEndResult, AttemptStore, Claim, ClaimingWorker, EndGuard, RenewResult, ReportCheck } from '../attempts.js';
+import type { AttemptEndResult, AttemptStore, Claim, ClaimingWorker, EndAndClaimResult, EndGuard, EndRequest, RefillClaim, RenewResult, ReportCheck } from '../attempts.js';
 import { attemptFromRow, taskFromRow, type AttemptRow, type TaskRow } from '../rows.js';
-import type { Db } from './db.js';
-import { fence, readFenced } from './fence.js';
+import type { Db, Tx } from './db.js';
+import { fence, readFenced, type FencedRows } from './fence.js';
 import { checkLimit, DB_NOW_MS, SCHEDULER_ACTOR } from './sql.js';
+
+/**
+ * One statement picks up to `max` tasks, marks them running, creates their
+ * attempts and writes their events (data-modifying CTEs; the attempt id is drawn from its
+ * sequence up front so the task row is updated only once). It runs in
+ * autocommit (Db.single): two round trips fewer than BEGIN/COMMIT, and a
+ * claim whose result was lost with its connection leaves an attempt no
+ * worker has, which its lease ends as lost.
+ *
+ * Race-free across any number of servers: `next` takes the row lock of the
+ * task it picks (FOR NO KEY UPDATE) and holds it until COMMIT. A concurrent
+ * claimer SKIPs rows locked by another claimer instead of waiting; if it
+ * reaches a row that another claimer has already committed, PostgreSQL
+ * re-evaluates `state = 'waiting'` on the newest version of the row once
+ * the lock is granted (READ COMMITTED re-check), finds it running and moves
+ * on to the next row. So a task goes from waiting to running in exactly one
+ * transaction.
+ *
+ * The queue is read in index order and the first row taken, no sort:
+ *   - `free`: tasks that run anywhere, the head of tasks_queue_free;
+ *   - `placed` (only for a worker with labels): the first task whose
+ *     `requires` ⊆ the worker's labels (core/placement.ts, as jsonb
+ *     containment), read from tasks_queue_placed, which holds only tasks
+ *     with requirements;
+ *   the better of the two (priority, then age) is claimed; the other
+ *   candidate's row lock ends with the statement. The containment test
+ *   is a filter the planner cannot estimate before ANALYZE, so `placed`
+ *   may sort the waiting tasks that have requirements: its cost grows
+ *   with those, never with the whole queue.
+ *   A task retried while its old attempt still runs is `ready`, not
+ *   waiting, until that attempt ends (core/cancel-plan.ts).
+ */
+async function claimMany(db: Db, worker: ClaimingWorker, max: number, now: number, leaseMs: number): Promise<Claim[]> {
+  return db.single((tx) => claimIn(tx, worker, max, now, leaseMs));
+}
+
+/** The claim statement (see claimMany above), on `tx`: autocommit (Db.single) or inside a transaction (endAndClaim). */
+async function claimIn(tx: Tx, worker: ClaimingWorker, max: number, now: number, leaseMs: number): Promise<Claim[]> {
+  assertTransition('waiting', 'running', 'claimed');
+  // One fresh random token per claimed attempt, drawn here (node:crypto) and handed out in claim order.
+  const tokens = Array.from({ length: max }, newFencingToken);
+  {
+    const r = await tx.query<{ task: TaskRow; attempt: AttemptRow }>(
+      `WITH free AS (
+         SELECT id, priority FROM tasks
+         WHERE state = 'waiting' AND requires = '{}'
+         ORDER BY priority DESC, id ASC
+         LIMIT $8
+         FOR NO KEY UPDATE SKIP LOCKED
+       ), placed AS (
+         SELECT id, priority FROM tasks
+         WHERE $7::boolean AND state = 'waiting' AND requires <> '{}' AND requires::jsonb <@ $5::jsonb
+         ORDER BY priority DESC, id ASC
+         LIMIT $8
+         FOR NO KEY UPDATE SKIP LOCKED
+       ), next AS (
+         SELECT id, row_number() OVER (ORDER BY priority DESC, id ASC) AS n FROM (
+           SELECT * FROM free UNION ALL SELECT * FROM placed
+         ) c
+         ORDER BY priority DESC, id ASC
+         LIMIT $8
+       ), claimed AS (
+         UPDATE tasks t
+         SET state = 'running', attempts = t.attempts + 1, current_attempt_id = nextval('attempts_id_seq'), updated_at = $1::bigint
+         FROM next
+         WHERE t.id = next.id AND t.state = 'waiting'
+         RETURNING t.*, next.n
+       ), attempt AS (
+         INSERT INTO attempts (id, task_id, number, worker_id, fencing_token, state, started_at, lease_expires_at)
+         SELECT current_attempt_id, id, attempts, $2::text, ($6::text[])[n], 'running', $1::bigint, ${DB_NOW_MS} + $3::bigint FROM claimed
+         RETURNING *
+       ), event AS (
+         INSERT INTO task_events (task_id, from_state, to_state, reason, actor, at, detail)
+         SELECT id, 'waiting', 'running', 'claimed', $4::text, $1::bigint,
+                json_build_object('attemptId', current_attempt_id, 'attempt', attempts, 'workerId', $2::text)::text
+         FROM claimed ORDER BY n
+       )
+       SELECT to_json(c) AS task, to_json(a) AS attempt FROM claimed c JOIN attempt a ON a.id = c.current_attempt_id ORDER BY c.n`,
+      [now, worker.id, leaseMs, SCHEDULER_ACTOR, JSON.stringify(worker.labels), tokens, Object.keys(worker.labels).length > 0, max],
+    );
+    for (const row of r.rows) tx.signal({ kind: 'task', taskId: row.task.id });
+    return r.rows.map((row) => {
+      const { n: _n, ...task } = row.task as TaskRow & { n: number };
+      return { task: taskFromRow(task), attempt: attemptFromRow(row.attempt) };
+    });
+  }
+}
+
+/** The rows endAttempts locks and reads, one per attempt. */
+type LockedEnd = FencedRows & { id: number };
+
+/**
+ * Fenced and guarded ends, any number in ONE transaction of four round trips
+ * (BEGIN, the locking read, one writing statement, COMMIT), so a burst of
+ * exits from a worker costs one commit (one WAL flush), not one each:
+ *   1. the task rows and attempt rows of every request are locked together,
+ *      in attempt id order (concurrent batches lock in the same order), and
+ *      read: a locked row comes back in its newest committed version, so two
+ *      servers ending one attempt queue here and the second finds it ended; a
+ *      heartbeat that renewed the lease before the lock was granted is seen.
+ *      The lease is compared with the database's clock in the same statement
+ *      (read no later than the lock is granted, so an error can only make the
+ *      sweeper wait one more sweep);
+ *   2. each request is fenced (core/fence.ts) and, for the sweeper, checked
+ *      for `leaseExpired`; while we hold the locks no renewal can change them
+ *      (renewLeases' UPDATE waits, then finds the attempt ended). Planned
+ *      (core/attempt-end.ts) before any write, so a refused end changes nothing;
+ *   3. one statement applies every accepted end and its plan (unnest arrays).
+ */
+async function endAttempts(db: Db, requests: EndRequest[], now: number): Promise<Array<AttemptEndResult | null>> {
+  if (!requests.some((r) => Number.isSafeInteger(r.attemptId))) return requests.map(() => null);
+  return db.write((tx) => endIn(tx, requests, now));
+}
+
+/** The ends (see endAttempts above) inside the transaction `tx`. */
+async function endIn(tx: Tx, requests: EndRequest[], now: number): Promise<Array<AttemptEndResult | null>> {
+  const ids = [...new Set(requests.map((r) => r.attemptId).filter((id) => Number.isSafeInteger(id)))].sort((a, b) => a - b);
+  if (ids.length === 0) return requests.map(() => null);
+  {
+    const locked = await tx.query<LockedEnd>(
+      `SELECT a.id, to_json(a) AS attempt, to_json(t) AS task, a.lease_expires_at < ${DB_NOW_MS} AS lease_expired
+       FROM attempts a JOIN tasks t ON t.id = a.task_id
+       WHERE a.id = ANY($1::bigint[])
+       ORDER BY a.id
+       FOR NO KEY UPDATE OF t, a`,
+      [ids],
+    );
+    const byId = new Map(locked.rows.map((r) => [r.id, r]));
+    const a = { id: [] as number[], state: [] as string[], exitCode: [] as Array<number | null>, signal: [] as Array<string | null>, error: [] as Array<string | null>, durationMs: [] as Array<number | null> };
+    const t = { id: [] as string[], state: [] as string[], retriesUsed: [] as number[], lostCount: [] as number[], runAfter: [] as Array<number | null>, result: [] as Array<string | null> };
+    const e = { taskId: [] as string[], from: [] as string[], to: [] as string[], reason: [] as string[], actor: [] as string[], detail: [] as string[] };
+    const accepted: Array<{ row: LockedEnd; waiting: boolean } | null> = [];
+    const planned = new Set<string>();
+    for (const r of requests) {
+      const row = byId.get(r.attemptId);
+      // An attempt an earlier request of this batch ended (or its task changed) is refused like any late report.
+      if (!row || planned.has(row.task.id) || !fence(row, r.fencingToken, r.guard?.workerId).ok || (r.guard?.leaseExpired && row.lease_expired !== true)) {
+        accepted.push(null);
+        continue;
+      }
+      planned.add(row.task.id);
+      const plan = planAttemptEnd(taskFromRow(row.task), { ...r.end, attempt: row.attempt.number }, now);
+      a.id.push(r.attemptId);
+      a.state.push(r.end.outcome);
+      a.exitCode.push(r.end.exitCode);
+      a.signal.push(r.end.signal);
+      a.error.push(r.end.error);
+      a.durationMs.push(r.end.durationMs);
+      // The task row is written only when the plan changes it: a task a retry
+      // moved on (plan state waiting, no event) keeps its row as it is.
+      if (plan.event !== null || plan.result !== null) {
+        t.id.push(row.task.id);
+        t.state.push(plan.state);
+        t.retriesUsed.push(plan.retriesUsed);
+        t.lostCount.push(plan.lostCount);
+        t.runAfter.push(plan.runAfter);
+        t.result.push(plan.result === null ? null : JSON.stringify(plan.result));
+      }
+      if (plan.event) {
+        e.taskId.push(row.task.id);
+        e.from.push(plan.event.from);
+        e.to.push(plan.event.to);
+        e.reason.push(plan.event.reason);
+        e.actor.push(r.actor);
+        e.detail.push(JSON.stringify({ attemptId: r.attemptId, ...plan.event.detail }));
+      }
+      accepted.push({ row, waiting: plan.state === 'waiting' });
+    }
+    if (a.id.length === 0) return accepted.map(() => null);
+    // coalesce: a null result keeps the stored one, so a result is recorded exactly once.
+    const w = (
+      await tx.query<{ tasks: TaskRow[] | null; attempts: AttemptRow[] }>(
+        `WITH ua AS (
+           UPDATE attempts SET state = u.state, ended_at = $1, exit_code = u.exit_code, signal = u.signal, error = u.error, duration_ms = u.duration_ms
+           FROM unnest($2::bigint[], $3::text[], $4::int[], $5::text[], $6::text[], $7::bigint[]) AS u(id, state, exit_code, signal, error, duration_ms)
+           WHERE attempts.id = u.id AND attempts.state = 'running'
+           RETURNING attempts.*
+         ), ut AS (
+           UPDATE tasks SET state = v.state, retries_used = v.retries_used, lost_count = v.lost_count, run_after = v.run_after,
+             result = coalesce(v.result, tasks.result), updated_at = $1
+           FROM unnest($8::text[], $9::text[], $10::int[], $11::int[], $12::bigint[], $13::text[]) AS v(id, state, retries_used, lost_count, run_after, result)
+           WHERE tasks.id = v.id
+           RETURNING tasks.*
+         ), ue AS (
+           INSERT INTO task_events (task_id, from_state, to_state, reason, actor, at, detail)
+           SELECT x.task_id, x.from_state, x.to_state, x.reason, x.actor, $1, x.detail
+           FROM unnest($14::text[], $15::text[], $16::text[], $17::text[], $18::text[], $19::text[]) WITH ORDINALITY AS x(task_id, from_state, to_state, reason, actor, detail, n)
+           ORDER BY x.n
+         )
+         SELECT (SELECT json_agg(ut) FROM ut) AS tasks, (SELECT json_agg(ua) FROM ua) AS attempts`,
+        [now, a.id, a.state, a.exitCode, a.signal, a.error, a.durationMs, t.id, t.state, t.retriesUsed, t.lostCount, t.runAfter, t.result, e.taskId, e.from, e.to, e.reason, e.actor, e.detail],
+      )
+    ).rows[0]!;
+    const tasks = new Map((w.tasks ?? []).map((row) => [row.id, row]));
+    const attempts = new Map(w.attempts.map((row) => [row.id, row]));
+    return accepted.map((x) => {
+      if (!x) return null;
+      tx.signal({ kind: 'task', taskId: x.row.task.id });
+      if (x.waiting) tx.signal({ kind: 'wake' });
+      return { task: taskFromRow(tasks.get(x.row.task.id) ?? x.row.task), attempt: attemptFromRow(attempts.get(x.row.id)!) };
+    });
+  }
+}
 
 export function postgresAttempts(db: Db): AttemptStore {
   return {
-    /**
-     * One statement picks the task, marks it running, creates the attempt and
-     * writes the event (data-modifying CTEs; the attempt id is drawn from its
-     * sequence up front so the task row is updated only once). It runs in
-     * autocommit (Db.single): two round trips fewer than BEGIN/COMMIT, and a
-     * claim whose result was lost with its connection leaves an attempt no
-     * worker has, which its lease ends as lost.
-     *
-     * Race-free across any number of servers: `next` takes the row lock of the
-     * task it picks (FOR NO KEY UPDATE) and holds it until COMMIT. A concurrent
-     * claimer SKIPs rows locked by another claimer instead of waiting; if it
-     * reaches a row that another claimer has already committed, PostgreSQL
-     * re-evaluates `state = 'waiting'` on the newest version of the row once
-     * the lock is granted (READ COMMITTED re-check), finds it running and moves
-     * on to the next row. So a task goes from waiting to running in exactly one
-     * transaction.
-     *
-     * The queue is read in index order and the first row taken, no sort:
-     *   - `free`: tasks that run anywhere, the head of tasks_queue_free;
-     *   - `placed` (only for a worker with labels): the first task whose
-     *     `requires` ⊆ the worker's labels (core/placement.ts, as jsonb
-     *     containment), read from tasks_queue_placed, which holds only tasks
-     *     with requirements;
-     *   the better of the two (priority, then age) is claimed; the other
-     *   candidate's row lock ends with the statement. The containment test
-     *   is a filter the planner cannot estimate before ANALYZE, so `placed`
-     *   may sort the waiting tasks that have requirements: its cost grows
-     *   with those, never with the whole queue.
-     *   A task retried while its old attempt still runs is `ready`, not
-     *   waiting, until that attempt ends (core/cancel-plan.ts).
-     */
     async claimNext(worker: ClaimingWorker, now: number, leaseMs: number): Promise<Claim | null> {
-      assertTransition('waiting', 'running', 'claimed');
-      return db.single(async (tx) => {
-        const r = await tx.query<{ task: TaskRow; attempt: AttemptRow }>(
-          `WITH free AS (
-             SELECT id, priority FROM tasks
-             WHERE state = 'waiting' AND requires = '{}'
-             ORDER BY priority DESC, id ASC
-             LIMIT 1
-             FOR NO KEY UPDATE SKIP LOCKED
-           ), placed AS (
-             SELECT id, priority FROM tasks
-             WHERE $7::boolean AND state = 'waiting' AND requires <> '{}' AND requires::jsonb <@ $5::jsonb
-             ORDER BY priority DESC, id ASC
-             LIMIT 1
-             FOR NO KEY UPDATE SKIP LOCKED
-           ), next AS (
-             SELECT id FROM (SELECT * FROM free UNION ALL SELECT * FROM placed) c
-             ORDER BY priority DESC, id ASC
-             LIMIT 1
-           ), claimed AS (
-             UPDATE tasks t
-             SET state = 'running', attempts = t.attempts + 1, current_attempt_id = nextval('attempts_id_seq'), updated_at = $1::bigint
-             FROM next
-             WHERE t.id = next.id AND t.state = 'waiting'
-             RETURNING t.*
-           ), attempt AS (
-             INSERT INTO attempts (id, task_id, number, worker_id, fencing_token, state, started_at, lease_expires_at)
-             SELECT current_attempt_id, id, attempts, $2::text, $6::text, 'running', $1::bigint, ${DB_NOW_MS} + $3::bigint FROM claimed
-             RETURNING *
-           ), event AS (
-             INSERT INTO task_events (task_id, from_state, to_state, reason, actor, at, detail)
-             SELECT id, 'waiting', 'running', 'claimed', $4::text, $1::bigint,
-                    json_build_object('attemptId', current_attempt_id, 'attempt', attempts, 'workerId', $2::text)::text
-             FROM claimed
-           )
-           SELECT to_json(c) AS task, to_json(a) AS attempt FROM claimed c JOIN attempt a ON a.id = c.current_attempt_id`,
-          [now, worker.id, leaseMs, SCHEDULER_ACTOR, JSON.stringify(worker.labels), newFencingToken(), Object.keys(worker.labels).length > 0],
-        );
-        const row = r.rows[0];
-        if (!row) return null;
-        tx.signal({ kind: 'task', taskId: row.task.id });
-        return { task: taskFromRow(row.task), attempt: attemptFromRow(row.attempt) };
-      });
+      return (await claimMany(db, worker, 1, now, leaseMs))[0] ?? null;
+    },
+
+    async claimMany(worker: ClaimingWorker, max: number, now: number, leaseMs: number): Promise<Claim[]> {
+      checkLimit('max', max);
+      return claimMany(db, worker, max, now, leaseMs);
     },
 
     async checkReport(attemptId: number, fencingToken: string, workerId: string): Promise<ReportCheck> {
@@ -108,20 +243,6 @@ export function postgresAttempts(db: Db): AttemptStore {
       });
     },
 
-    /**
-     * Fenced and guarded in one transaction:
-     *   1. the task row and the attempt row are locked together and read: a
-     *      locked row comes back in its newest committed version, so two
-     *      servers ending one attempt queue here and the second finds it
-     *      ended; a heartbeat that renewed the lease before the lock was
-     *      granted is seen. The lease is compared with the database's clock in
-     *      the same statement (that reading is taken no later than the lock is
-     *      granted, so an error can only make the sweeper wait one more sweep);
-     *   2. the fence (core/fence.ts) and, for the sweeper, `leaseExpired` are
-     *      checked: while we hold the attempt's lock no renewal can change it
-     *      (renewLeases' UPDATE waits for it, then finds the attempt ended);
-     *   3. one statement applies the attempt's end and planAttemptEnd's plan.
-     */
     async endAttempt(
       attemptId: number,
       fencingToken: string,
@@ -130,57 +251,20 @@ export function postgresAttempts(db: Db): AttemptStore {
       now: number,
       guard: EndGuard = {},
     ): Promise<AttemptEndResult | null> {
-      if (!Number.isSafeInteger(attemptId)) return null;
+      return (await endAttempts(db, [{ attemptId, fencingToken, end, actor, guard }], now))[0]!;
+    },
+
+    async endAttempts(requests: EndRequest[], now: number): Promise<Array<AttemptEndResult | null>> {
+      return endAttempts(db, requests, now);
+    },
+
+    /** endIn, then claimIn for the worker, in one transaction: the freed slots are refilled by the same COMMIT. */
+    async endAndClaim(requests: EndRequest[], claim: RefillClaim | null, now: number): Promise<EndAndClaimResult> {
+      if (claim) checkLimit('max', claim.max);
       return db.write(async (tx) => {
-        const cur = await readFenced(tx, attemptId, { lock: 'both', leaseExpired: guard.leaseExpired === true });
-        if (!fence(cur, fencingToken, guard.workerId).ok) return null;
-        if (guard.leaseExpired && cur!.lease_expired !== true) return null;
-        const { task: taskRow, attempt: attemptRow } = cur!;
-        // Planned before any write: if the rules reject the end, nothing has changed.
-        const plan = planAttemptEnd(taskFromRow(taskRow), { ...end, attempt: attemptRow.number }, now);
-        const detail = plan.event ? JSON.stringify({ attemptId, ...plan.event.detail }) : null;
-        // The task row is written only when the plan changes it: a task a retry
-        // moved on (plan state waiting, no event) keeps its row as it is.
-        const touchTask = plan.event !== null || plan.result !== null;
-        // coalesce: a null plan.result keeps the stored one, so a result is recorded exactly once.
-        const r = (
-          await tx.query<{ task: TaskRow | null; attempt: AttemptRow }>(
-            `WITH a AS (
-               UPDATE attempts SET state = $2, ended_at = $3, exit_code = $4, signal = $5, error = $6, duration_ms = $7
-               WHERE id = $1 AND state = 'running' RETURNING *
-             ), t AS (
-               UPDATE tasks SET state = $9, retries_used = $10, lost_count = $11, run_after = $12, result = coalesce($13, result), updated_at = $3
-               WHERE id = $8 AND $18::boolean RETURNING *
-             ), e AS (
-               INSERT INTO task_events (task_id, from_state, to_state, reason, actor, at, detail)
-               SELECT $8, $14::text, $9, $15::text, $16::text, $3, $17::text WHERE $15::text IS NOT NULL
-             )
-             SELECT (SELECT to_json(t) FROM t) AS task, to_json(a) AS attempt FROM a`,
-            [
-              attemptId,
-              end.outcome,
-              now,
-              end.exitCode,
-              end.signal,
-              end.error,
-              end.durationMs,
-              taskRow.id,
-              plan.state,
-              plan.retriesUsed,
-              plan.lostCount,
-              plan.runAfter,
-              plan.result === null ? null : JSON.stringify(plan.result),
-              plan.event?.from ?? null,
-              plan.event?.reason ?? null,
-              actor,
-              detail,
-              touchTask,
-            ],
-          )
-        ).rows[0]!;
-        tx.signal({ kind: 'task', taskId: taskRow.id });
-        if (plan.state === 'waiting') tx.signal({ kind: 'wake' });
-        return { task: taskFromRow(r.task ?? taskRow), attempt: attemptFromRow(r.attempt) };
+        const ended = await endIn(tx, requests, now);
+        const claims = claim ? await claimIn(tx, claim.worker, claim.max, now, claim.leaseMs) : [];
+        return { ended, claims };
       });
     },
 

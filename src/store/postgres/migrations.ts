@@ -366,6 +366,105 @@ CREATE INDEX tasks_owner_name_id ON tasks (owner, name, id);
 CREATE INDEX attempts_running_worker ON attempts (worker_id, started_at, id) WHERE state = 'running';
 `,
   },
+  {
+    version: 5,
+    name: 'set-based counters: statement-level triggers, task_counts and task_minutes take delta rows, folded by foldCounters',
+    sql: `
+-- Measured (issue 9). With version 4's row triggers, every task row written
+-- ran a PL/pgSQL function (a feed row, and an upsert of one of 16 counter rows
+-- per (owner, state) and of one minute row), and the upserts locked those rows
+-- until COMMIT. Statements that move several tasks (batched claims and ends,
+-- batch submits) locked them in row order, so two such statements deadlocked
+-- (PostgreSQL notices after deadlock_timeout, 1 s): a contract test of 6
+-- concurrent 8-task claims failed with 40P01. Now:
+--   * every trigger is FOR EACH STATEMENT with transition tables, and writes
+--     the feed rows, the counter deltas and the minute deltas of the whole
+--     statement set-based: one function call per statement, not per row;
+--   * counters and minutes take INSERTed delta rows (no unique key), which lock
+--     nothing another writer wants; readers sum the rows (they already summed
+--     the 16 shards), and foldCounters (the elected sweeper, every sweep)
+--     replaces the rows of each key by their sum, so reads stay small.
+DROP TRIGGER tasks_written ON tasks;
+DROP TRIGGER tasks_deleted ON tasks;
+DROP TRIGGER attempts_started ON attempts;
+DROP FUNCTION drover_task_written();
+DROP FUNCTION drover_task_deleted();
+DROP FUNCTION drover_attempt_started();
+DROP FUNCTION drover_count_task(text, text, integer, integer);
+ALTER TABLE task_counts DROP CONSTRAINT task_counts_pkey;
+CREATE INDEX task_counts_owner_state ON task_counts (owner, state);
+ALTER TABLE task_minutes DROP CONSTRAINT task_minutes_pkey;
+CREATE INDEX task_minutes_minute ON task_minutes (minute);
+-- Unused since version 3's tasks_queue_free and tasks_queue_placed (the claim reads those): one index fewer
+-- to write at every submit, claim and end.
+DROP INDEX tasks_queue;
+
+-- New tasks: their feed rows, +1 per (owner, state).
+CREATE FUNCTION drover_tasks_inserted() RETURNS trigger LANGUAGE plpgsql AS $f$
+BEGIN
+  WITH c AS (
+    INSERT INTO task_counts (owner, state, shard, n) SELECT owner, state, 0, count(*) FROM new_rows GROUP BY owner, state
+  )
+  INSERT INTO changes (topic, ref, owner, state, at) SELECT 'task', id, owner, state, updated_at FROM new_rows ORDER BY id;
+  RETURN NULL;
+END
+$f$;
+CREATE TRIGGER tasks_inserted AFTER INSERT ON tasks REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION drover_tasks_inserted();
+
+-- Written tasks: a feed row each; -1/+1 for each that changed state (or owner);
+-- the minute's ends for each that entered succeeded, failed or cancelled from a
+-- non-terminal state (counted in its updated_at minute).
+CREATE FUNCTION drover_tasks_updated() RETURNS trigger LANGUAGE plpgsql AS $f$
+BEGIN
+  WITH moved AS (
+    SELECT o.owner AS old_owner, o.state AS old_state, n.owner, n.state, n.updated_at
+    FROM old_rows o JOIN new_rows n USING (id)
+    WHERE (o.state, o.owner) IS DISTINCT FROM (n.state, n.owner)
+  ), c AS (
+    INSERT INTO task_counts (owner, state, shard, n)
+    SELECT owner, state, 0, sum(d) FROM (
+      SELECT old_owner AS owner, old_state AS state, -1 AS d FROM moved
+      UNION ALL
+      SELECT owner, state, 1 FROM moved
+    ) x GROUP BY owner, state HAVING sum(d) <> 0
+  ), m AS (
+    INSERT INTO task_minutes (minute, owner, shard, succeeded, failed, cancelled)
+    SELECT updated_at - updated_at % 60000, owner, 0,
+           count(*) FILTER (WHERE state = 'succeeded'), count(*) FILTER (WHERE state = 'failed'), count(*) FILTER (WHERE state = 'cancelled')
+    FROM moved
+    WHERE state IN ('succeeded', 'failed', 'cancelled') AND old_state NOT IN ('succeeded', 'failed', 'cancelled')
+    GROUP BY 1, 2
+  )
+  INSERT INTO changes (topic, ref, owner, state, at) SELECT 'task', id, owner, state, updated_at FROM new_rows ORDER BY id;
+  RETURN NULL;
+END
+$f$;
+CREATE TRIGGER tasks_updated AFTER UPDATE ON tasks REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION drover_tasks_updated();
+
+CREATE FUNCTION drover_tasks_deleted() RETURNS trigger LANGUAGE plpgsql AS $f$
+BEGIN
+  INSERT INTO task_counts (owner, state, shard, n) SELECT owner, state, 0, -count(*) FROM old_rows GROUP BY owner, state;
+  RETURN NULL;
+END
+$f$;
+CREATE TRIGGER tasks_deleted AFTER DELETE ON tasks REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION drover_tasks_deleted();
+
+-- New attempts count as started in their started_at minute; a first attempt adds
+-- its submit-to-start latency (never below 0).
+CREATE FUNCTION drover_attempts_inserted() RETURNS trigger LANGUAGE plpgsql AS $f$
+BEGIN
+  INSERT INTO task_minutes (minute, owner, shard, started, latency_count, latency_sum_ms, latency_max_ms)
+  SELECT a.started_at - a.started_at % 60000, t.owner, 0, count(*), count(*) FILTER (WHERE a.number = 1),
+         coalesce(sum(greatest(0, a.started_at - t.created_at)) FILTER (WHERE a.number = 1), 0),
+         coalesce(max(greatest(0, a.started_at - t.created_at)) FILTER (WHERE a.number = 1), 0)
+  FROM new_rows a JOIN tasks t ON t.id = a.task_id
+  GROUP BY 1, 2;
+  RETURN NULL;
+END
+$f$;
+CREATE TRIGGER attempts_inserted AFTER INSERT ON attempts REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION drover_attempts_inserted();
+`,
+  },
 ];
 
 /** The schema version this code writes. */

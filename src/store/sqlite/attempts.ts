@@ -12,7 +12,7 @@ import { FENCING_TOKEN_PATTERN, newFencingToken } from '../../core/ids.js';
 import type { StopOrder } from '../../core/protocol.js';
 import type { Attempt } from '../../core/task.js';
 import { assertTransition, type TaskState } from '../../core/task-state.js';
-import type { AttemptEndResult, AttemptStore, Claim, ClaimingWorker, EndGuard, RenewResult, ReportCheck } from '../attempts.js';
+import type { AttemptEndResult, AttemptStore, Claim, ClaimingWorker, EndAndClaimResult, EndGuard, EndRequest, RefillClaim, RenewResult, ReportCheck } from '../attempts.js';
 import { attemptFromRow, taskFromRow, type AttemptRow, type TaskRow } from '../rows.js';
 import type { SqliteDb } from './db.js';
 import { attemptRow, checkLimit, insertEvent, SCHEDULER_ACTOR, taskRow } from './records.js';
@@ -40,7 +40,7 @@ WHERE t.state = 'waiting'
     SELECT 1 FROM json_each(t.requires) r
     WHERE NOT EXISTS (SELECT 1 FROM json_each(@labels) l WHERE l.key = r.key AND l.value = r.value)))
 ORDER BY t.priority DESC, t.id ASC
-LIMIT 1`;
+LIMIT @max`;
 
 type Fenced = { ok: true; attempt: AttemptRow; task: TaskRow } | { ok: false; reason: FenceReason };
 
@@ -70,27 +70,89 @@ function stopOrder(d: SqliteDb, workerId: string, id: number): StopOrder | null 
   return null;
 }
 
+/**
+ * Claims up to `max` tasks for one worker, inside the caller's write: the
+ * choice (CLAIM_SQL) reads them in queue order, then each gets its attempt,
+ * its task update (once: one change in the feed, one counter move) and its
+ * event. The IMMEDIATE transaction holds SQLite's one write lock from the
+ * first statement, so no other claimer can take the same tasks.
+ */
+function claimIn(d: SqliteDb, worker: ClaimingWorker, max: number, now: number, leaseMs: number): Claim[] {
+  assertTransition('waiting', 'running', 'claimed');
+  const picked = d.q(CLAIM_SQL).all({ labels: JSON.stringify(worker.labels), max }) as Array<Pick<TaskRow, 'id' | 'attempts'>>;
+  const claims: Claim[] = [];
+  for (const p of picked) {
+    const number = p.attempts + 1;
+    const attempt = d
+      .q(
+        `INSERT INTO attempts (task_id, number, worker_id, fencing_token, state, started_at, lease_expires_at)
+         VALUES (?, ?, ?, ?, 'running', ?, ?) RETURNING *`,
+      )
+      .get(p.id, number, worker.id, newFencingToken(), now, now + leaseMs) as AttemptRow;
+    const task = d
+      .q("UPDATE tasks SET state = 'running', attempts = ?, current_attempt_id = ?, updated_at = ? WHERE id = ? AND state = 'waiting' RETURNING *")
+      .get(number, attempt.id, now, p.id) as TaskRow;
+    insertEvent(d, task.id, 'waiting', 'running', 'claimed', SCHEDULER_ACTOR, now, { attemptId: attempt.id, attempt: number, workerId: worker.id });
+    d.signal({ kind: 'task', taskId: task.id });
+    claims.push({ task: taskFromRow(task), attempt: attemptFromRow(attempt) });
+  }
+  return claims;
+}
+
+/**
+ * One fenced end inside the caller's write: fenced, then planned
+ * (core/attempt-end.ts) before any write, so a rejected end changes nothing.
+ * With guard.leaseExpired the expiry is tested here, inside the transaction:
+ * a heartbeat that renewed the lease after the sweeper read it wins, and the
+ * end is refused.
+ */
+function endIn(d: SqliteDb, r: EndRequest, now: number): AttemptEndResult | null {
+  const { attemptId, end, guard = {} } = r;
+  const f = fence(d, attemptId, r.fencingToken, guard.workerId);
+  if (!f.ok) return null;
+  if (guard.leaseExpired && !(f.attempt.lease_expires_at < now)) return null;
+  const plan = planAttemptEnd(taskFromRow(f.task), { ...end, attempt: f.attempt.number }, now);
+  const attempt = d
+    .q(
+      `UPDATE attempts SET state = @state, ended_at = @now, exit_code = @exitCode, signal = @signal, error = @error, duration_ms = @durationMs
+       WHERE id = @id AND state = 'running' RETURNING *`,
+    )
+    .get({ id: attemptId, state: end.outcome, now, exitCode: end.exitCode, signal: end.signal, error: end.error, durationMs: end.durationMs }) as AttemptRow;
+  let task = f.task;
+  // A plan with no event and no result (the task was retried while this attempt ran) leaves the task as it is.
+  if (plan.event !== null || plan.result !== null) {
+    // coalesce: a null plan.result keeps the stored one, so a result is recorded exactly once.
+    task = d
+      .q(
+        `UPDATE tasks SET state = @state, retries_used = @retriesUsed, lost_count = @lostCount, run_after = @runAfter,
+           result = coalesce(@result, result), updated_at = @now
+         WHERE id = @id RETURNING *`,
+      )
+      .get({
+        id: f.task.id,
+        state: plan.state,
+        retriesUsed: plan.retriesUsed,
+        lostCount: plan.lostCount,
+        runAfter: plan.runAfter,
+        result: plan.result === null ? null : JSON.stringify(plan.result),
+        now,
+      }) as TaskRow;
+  }
+  if (plan.event) insertEvent(d, f.task.id, plan.event.from, plan.event.to, plan.event.reason, r.actor, now, { attemptId, ...plan.event.detail });
+  d.signal({ kind: 'task', taskId: f.task.id });
+  if (plan.state === 'waiting') d.signal({ kind: 'wake' });
+  return { task: taskFromRow(task), attempt: attemptFromRow(attempt) };
+}
+
 export function sqliteAttempts(d: SqliteDb): AttemptStore {
   return {
     async claimNext(worker: ClaimingWorker, now: number, leaseMs: number): Promise<Claim | null> {
-      return d.write(() => {
-        assertTransition('waiting', 'running', 'claimed');
-        const picked = d.q(CLAIM_SQL).get({ labels: JSON.stringify(worker.labels) }) as Pick<TaskRow, 'id' | 'attempts'> | undefined;
-        if (!picked) return null;
-        const number = picked.attempts + 1;
-        const attempt = d
-          .q(
-            `INSERT INTO attempts (task_id, number, worker_id, fencing_token, state, started_at, lease_expires_at)
-             VALUES (?, ?, ?, ?, 'running', ?, ?) RETURNING *`,
-          )
-          .get(picked.id, number, worker.id, newFencingToken(), now, now + leaseMs) as AttemptRow;
-        const task = d
-          .q("UPDATE tasks SET state = 'running', attempts = ?, current_attempt_id = ?, updated_at = ? WHERE id = ? AND state = 'waiting' RETURNING *")
-          .get(number, attempt.id, now, picked.id) as TaskRow;
-        insertEvent(d, task.id, 'waiting', 'running', 'claimed', SCHEDULER_ACTOR, now, { attemptId: attempt.id, attempt: number, workerId: worker.id });
-        d.signal({ kind: 'task', taskId: task.id });
-        return { task: taskFromRow(task), attempt: attemptFromRow(attempt) };
-      });
+      return (await d.write(() => claimIn(d, worker, 1, now, leaseMs)))[0] ?? null;
+    },
+
+    async claimMany(worker: ClaimingWorker, max: number, now: number, leaseMs: number): Promise<Claim[]> {
+      checkLimit(max, 'max');
+      return d.write(() => claimIn(d, worker, max, now, leaseMs));
     },
 
     async checkReport(attemptId: number, fencingToken: string, workerId: string): Promise<ReportCheck> {
@@ -100,12 +162,6 @@ export function sqliteAttempts(d: SqliteDb): AttemptStore {
       });
     },
 
-    /**
-     * Fenced, then planned (core/attempt-end.ts) before any write, so a
-     * rejected end changes nothing. With guard.leaseExpired the expiry is
-     * tested here, inside the transaction: a heartbeat that renewed the lease
-     * after the sweeper read it wins, and the end is refused.
-     */
     async endAttempt(
       attemptId: number,
       fencingToken: string,
@@ -114,42 +170,22 @@ export function sqliteAttempts(d: SqliteDb): AttemptStore {
       now: number,
       guard: EndGuard = {},
     ): Promise<AttemptEndResult | null> {
+      return d.write(() => endIn(d, { attemptId, fencingToken, end, actor, guard }, now));
+    },
+
+    /** endIn for each, then claimIn for the worker, in one write: the freed slots are refilled by the same commit. */
+    async endAndClaim(requests: EndRequest[], claim: RefillClaim | null, now: number): Promise<EndAndClaimResult> {
+      if (claim) checkLimit(claim.max, 'max');
       return d.write(() => {
-        const f = fence(d, attemptId, fencingToken, guard.workerId);
-        if (!f.ok) return null;
-        if (guard.leaseExpired && !(f.attempt.lease_expires_at < now)) return null;
-        const plan = planAttemptEnd(taskFromRow(f.task), { ...end, attempt: f.attempt.number }, now);
-        const attempt = d
-          .q(
-            `UPDATE attempts SET state = @state, ended_at = @now, exit_code = @exitCode, signal = @signal, error = @error, duration_ms = @durationMs
-             WHERE id = @id AND state = 'running' RETURNING *`,
-          )
-          .get({ id: attemptId, state: end.outcome, now, exitCode: end.exitCode, signal: end.signal, error: end.error, durationMs: end.durationMs }) as AttemptRow;
-        let task = f.task;
-        // A plan with no event and no result (the task was retried while this attempt ran) leaves the task as it is.
-        if (plan.event !== null || plan.result !== null) {
-          // coalesce: a null plan.result keeps the stored one, so a result is recorded exactly once.
-          task = d
-            .q(
-              `UPDATE tasks SET state = @state, retries_used = @retriesUsed, lost_count = @lostCount, run_after = @runAfter,
-                 result = coalesce(@result, result), updated_at = @now
-               WHERE id = @id RETURNING *`,
-            )
-            .get({
-              id: f.task.id,
-              state: plan.state,
-              retriesUsed: plan.retriesUsed,
-              lostCount: plan.lostCount,
-              runAfter: plan.runAfter,
-              result: plan.result === null ? null : JSON.stringify(plan.result),
-              now,
-            }) as TaskRow;
-        }
-        if (plan.event) insertEvent(d, f.task.id, plan.event.from, plan.event.to, plan.event.reason, actor, now, { attemptId, ...plan.event.detail });
-        d.signal({ kind: 'task', taskId: f.task.id });
-        if (plan.state === 'waiting') d.signal({ kind: 'wake' });
-        return { task: taskFromRow(task), attempt: attemptFromRow(attempt) };
+        const ended = requests.map((r) => endIn(d, r, now));
+        return { ended, claims: claim ? claimIn(d, claim.worker, claim.max, now, claim.leaseMs) : [] };
       });
+    },
+
+    /** In order, in one write: a later request sees what an earlier one ended. One that throws undoes the whole batch. */
+    async endAttempts(requests: EndRequest[], now: number): Promise<Array<AttemptEndResult | null>> {
+      if (requests.length === 0) return [];
+      return d.write(() => requests.map((r) => endIn(d, r, now)));
     },
 
     /**

@@ -199,6 +199,10 @@ export function openSqliteDb(path: string, opts: OpenSqliteOptions = {}): Sqlite
     // FULL: the WAL is fsynced at every commit, so a task the API acknowledged survives power loss.
     db.pragma('synchronous = FULL');
     db.pragma('foreign_keys = ON');
+    // Statement journals and the temporary b-trees of triggers and RETURNING in memory, not in temp files:
+    // measured (issue 9), a task insert with its triggers took 55-95 µs with the default and 22-24 µs with
+    // this. Only transient scratch space moves; the WAL and its fsync are untouched.
+    db.pragma('temp_store = MEMORY');
   } catch (e) {
     db.close();
     lock?.release();

@@ -126,5 +126,9 @@ export function sqliteTaskViews(d: SqliteDb): TaskViewStore {
     async pruneMinuteStats(before: number): Promise<number> {
       return d.write(() => d.q('DELETE FROM task_minutes WHERE minute < ?').run(before).changes);
     },
+
+    async foldCounters(_since: number): Promise<number> {
+      return 0;
+    },
   };
 }

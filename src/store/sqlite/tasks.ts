@@ -13,6 +13,7 @@ import type { CancelResult, CreateResult, Idempotency, TaskFilter, TaskPage, Tas
 import type { SqliteDb } from './db.js';
 import { attemptRow, checkLimit, insertEvent, runningAttemptOf, SCHEDULER_ACTOR, taskRow } from './records.js';
 import { isUniqueViolation } from './sqlite-errors.js';
+import { sqliteCreateTasks } from './create-tasks.js';
 import { sqliteTaskListQuery } from './task-views.js';
 import { pageOf } from '../task-list.js';
 
@@ -69,6 +70,8 @@ export function sqliteTasks(d: SqliteDb): TaskStore {
         return { task: taskFromRow(row), created: true };
       });
     },
+
+    createTasks: sqliteCreateTasks(d),
 
     async getTask(id: string): Promise<Task | null> {
       return d.read(() => {

@@ -1,0 +1,33 @@
+/** What every section gets: where to report, and the sizes of this run (full or --quick). */
+import type { Report } from './report.js';
+
+export interface Sizes {
+  /** Tasks waiting before the drain's worker starts. */
+  drainN: number;
+  /** Slots of the drain's one worker (and the peers' concurrency). */
+  drainSlots: number;
+  /** Sequential single submits. */
+  submitN: number;
+  /** Tasks submitted in batches of 1,000. */
+  batchN: number;
+  /** Latency samples on the 20 ms grid (after latencyWarm warm-up submits on the same grid). */
+  latencyN: number;
+  latencyWarm: number;
+  /** `/bin/true` runs, and the parallelism P of Drover's agent, xargs -P and the Node loop. */
+  spawnN: number;
+  spawnP: number;
+  /** Tasks through the server before its memory is read. */
+  memN: number;
+  /** Tasks per scale-out drain, and the server counts to try. */
+  scaleN: number;
+  scaleServers: number[];
+}
+
+export const FULL: Sizes = { drainN: 20_000, drainSlots: 10, submitN: 2_000, batchN: 20_000, latencyN: 200, latencyWarm: 20, spawnN: 2_000, spawnP: 8, memN: 100_000, scaleN: 20_000, scaleServers: [1, 2, 3] };
+export const QUICK: Sizes = { drainN: 2_000, drainSlots: 10, submitN: 300, batchN: 2_000, latencyN: 50, latencyWarm: 10, spawnN: 300, spawnP: 8, memN: 5_000, scaleN: 2_000, scaleServers: [1, 2] };
+
+export interface Ctx {
+  report: Report;
+  sizes: Sizes;
+}
+export type Section = (ctx: Ctx) => Promise<void>;

@@ -1,0 +1,73 @@
+/**
+ * Latency, open loop: submits on a 20 ms grid (the i-th starts at
+ * t0 + 20 ms·i, not waiting for earlier tasks) to an idle worker that runs
+ * real processes (`true`). Warm-up submits on the same grid come first and are
+ * dropped. Drover's span: the client's wallMs() just before the HTTP request →
+ * the agent's own `spawnedAt` (its `process started` debug line, the agent's
+ * performance.timeOrigin + performance.now() just after the spawn; same
+ * machine, same clock source). Peers: wallMs() just before add/addJob → their
+ * handler's first line (in the bench process). Same grid, same run.
+ */
+import { BULLMQ_CONFIG, bullmqLatency } from '../peers/bullmq.js';
+import { graphileConfig, graphileLatency } from '../peers/graphile.js';
+import type { Ctx } from '../lib/context.js';
+import { cluster, processStarts, startAgent, untilSucceeded } from '../lib/drover.js';
+import { withDatabase } from '../lib/pg.js';
+import { met } from '../lib/report.js';
+import { dist, fmtDist, openLoop, until, type Dist } from '../lib/stats.js';
+
+const GRID_MS = 20;
+const SLOTS = 10;
+
+async function droverLatency(total: number, warm: number, db: string | undefined, what: string): Promise<number[]> {
+  const c = await cluster({ workers: 0, ...(db ? { db } : {}) }, what);
+  try {
+    const a = await startAgent(c, SLOTS, ['--log-level', 'debug']);
+    const sent: Array<{ id: string; at: number }> = [];
+    await openLoop(total, GRID_MS, async (i, at) => {
+      sent[i] = { id: await c.api.submit({ command: 'true' }), at };
+    });
+    await untilSucceeded(c.api, total, 120_000);
+    let starts = processStarts(a.proc.output());
+    await until('the agent to log every `process started`', () => (starts = processStarts(a.proc.output())).size >= total, 10_000);
+    return sent.slice(warm).map((s) => {
+      const spawned = starts.get(s.id);
+      if (spawned === undefined) throw new Error(`${what}: no 'process started' line for task ${s.id}`);
+      return spawned - s.at;
+    });
+  } finally {
+    await c.close();
+  }
+}
+
+function row(report: Ctx['report'], measure: string, d: Dist, p: Dist, peerName: string, note: string): void {
+  const ok = d.p50 <= p.p50 && d.p99 <= p.p99;
+  report.add({
+    measure,
+    drover: fmtDist(d),
+    peer: fmtDist(p),
+    ratio: `p50 ${(d.p50 / p.p50).toFixed(2)}×, p99 ${(d.p99 / p.p99).toFixed(2)}× (≤ 1 better)`,
+    met: met(ok, `Drover p50 and p99 ≤ ${peerName}`),
+    note,
+  });
+}
+
+export async function latency({ report, sizes }: Ctx): Promise<void> {
+  const { latencyN: n, latencyWarm: warm } = sizes;
+  const total = n + warm;
+  const grid = (fire: (i: number, at: number) => Promise<void>) => openLoop(total, GRID_MS, fire);
+  const what = `submit → process started, ${n} submits on a ${GRID_MS} ms grid (open loop), idle worker × ${SLOTS} slots`;
+  const span = `span: client wallMs() just before the submit request → Drover: the agent's spawnedAt (\`process started\`, \`drover worker --slots ${SLOTS} --log-level debug\`, command \`true\`); peer: its handler's first line. ${warm} warm-up submits on the grid dropped`;
+
+  await report.part(`${what}: SQLite vs BullMQ`, async () => {
+    const d = dist(await droverLatency(total, warm, undefined, 'Drover SQLite'));
+    const b = dist((await bullmqLatency(SLOTS, grid)).slice(warm));
+    row(report, `${what}: SQLite vs BullMQ add → handler`, d, b, 'BullMQ', `${span}. Peer: ${BULLMQ_CONFIG}, Worker concurrency ${SLOTS} (idle, blocked on Redis), queue.add() per grid tick.`);
+  });
+
+  await report.part(`${what}: PostgreSQL vs graphile-worker`, async () => {
+    const d = dist(await withDatabase('lat', (url) => droverLatency(total, warm, url, 'Drover PostgreSQL')));
+    const g = dist((await withDatabase('gwlat', (url) => graphileLatency(url, SLOTS, grid))).slice(warm));
+    row(report, `${what}: PostgreSQL vs graphile-worker addJob → handler`, d, g, 'graphile-worker', `${span}. Peer: ${graphileConfig('default', SLOTS)} (LISTEN/NOTIFY wakes it; localQueue is its throughput mode and, per its docs, can add latency), addJob() per grid tick.`);
+  });
+}

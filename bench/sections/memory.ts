@@ -1,0 +1,59 @@
+/**
+ * Memory, from /proc/<pid>/status (VmRSS now, VmHWM the peak):
+ *  - the server (SQLite) after N tasks went through it: submitted (batch
+ *    endpoint if present), then drained by a noop agent with 10 slots; read
+ *    once the counters show N succeeded. Target VmRSS ≤ 100 MB.
+ *  - an agent (process executor, 10 slots) with 10 `sleep 3` running: read
+ *    once the counters show 10 running. Target VmRSS ≤ 50 MB.
+ */
+import type { Ctx } from '../lib/context.js';
+import { cluster, counts, fill, NOOP, startAgent, untilSucceeded } from '../lib/drover.js';
+import { met } from '../lib/report.js';
+import { mb, procMemKb, sleep, until } from '../lib/stats.js';
+
+const MB = 1e6 / 1024; // kB per MB (10^6 bytes)
+
+export async function memory({ report, sizes }: Ctx): Promise<void> {
+  const n = sizes.memN;
+  await report.part(`server memory after ${n} tasks`, async () => {
+    const c = await cluster({ workers: 0 }, 'Drover SQLite');
+    try {
+      const { how } = await fill(c.api, n);
+      await startAgent(c, 10, NOOP);
+      await untilSucceeded(c.api, n);
+      const m = procMemKb(c.server.child.pid!);
+      report.add({
+        measure: `server memory after ${n.toLocaleString('en-US')} tasks (SQLite)`,
+        drover: `VmRSS ${mb(m.rss)}, VmHWM ${mb(m.hwm)}`,
+        peer: '',
+        ratio: '',
+        met: met(m.rss <= 100 * MB, 'VmRSS ≤ 100 MB'),
+        note: `\`drover server --db sqlite:…\` pid's /proc status once /v1/stats/counts shows ${n} succeeded; tasks submitted with ${how}, drained by \`drover worker --executor noop --slots 10\`.`,
+      });
+    } finally {
+      await c.close();
+    }
+  });
+
+  await report.part('agent memory, 10 slots busy', async () => {
+    const c = await cluster({ workers: 0 }, 'Drover SQLite');
+    try {
+      const a = await startAgent(c, 10);
+      await fill(c.api, 10, { command: 'sleep', args: ['3'] });
+      await until('10 tasks running', async () => ((await counts(c.api)).running ?? 0) >= 10, 30_000);
+      await sleep(200);
+      const m = procMemKb(a.proc.child.pid!);
+      await untilSucceeded(c.api, 10, 30_000);
+      report.add({
+        measure: 'agent memory, 10 slots busy (10 × `sleep 3`)',
+        drover: `VmRSS ${mb(m.rss)}, VmHWM ${mb(m.hwm)}`,
+        peer: '',
+        ratio: '',
+        met: met(m.rss <= 50 * MB, 'VmRSS ≤ 50 MB'),
+        note: '`drover worker --slots 10` (process executor) pid\'s /proc status 200 ms after /v1/stats/counts shows 10 running (the sleeps are its children, not counted).',
+      });
+    } finally {
+      await c.close();
+    }
+  });
+}

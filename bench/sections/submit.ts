@@ -1,0 +1,119 @@
+/**
+ * Submit rates from ONE client, on keep-alive HTTP for Drover.
+ *  - sequential: each submit awaited before the next (POST /v1/tasks; the 201
+ *    means the task is committed: SQLite synchronous=FULL, PostgreSQL
+ *    synchronous_commit=on). Span: first request sent → last answer received,
+ *    after 20 warm-up submits. Peers: graphile-worker addJob, BullMQ Queue.add,
+ *    and the raw better-sqlite3 insert+commit loop (the SQLite ceiling).
+ *  - batch: POST /v1/tasks/batch with 1,000 tasks a request, requests
+ *    sequential, vs graphile-worker addJobs and BullMQ addBulk with the same
+ *    sizes. Fails clearly when the server answers 404 (no batch endpoint).
+ */
+import { BULLMQ_CONFIG, bullmqAddBulk, bullmqAddSequential, redisDurability } from '../peers/bullmq.js';
+import { graphileAddBulk, graphileAddSequential } from '../peers/graphile.js';
+import { RAW_SQLITE_CONFIG, rawSqliteInserts } from '../peers/raw-sqlite.js';
+import type { Ctx } from '../lib/context.js';
+import { BATCH_MAX, cluster, submitBatch, type Api } from '../lib/drover.js';
+import { withDatabase } from '../lib/pg.js';
+import { met, ratio } from '../lib/report.js';
+import { chunks, fmtRate } from '../lib/stats.js';
+
+const SPEC = { command: 'true' };
+
+/** Runs `fn(api)` on a fresh server with no worker (SQLite, or PostgreSQL in a fresh database). */
+async function onServer<T>(store: 'SQLite' | 'PostgreSQL', fn: (api: Api) => Promise<T>): Promise<T> {
+  const go = async (db?: string) => {
+    const c = await cluster({ workers: 0, ...(db ? { db } : {}) }, `Drover ${store}`);
+    try {
+      return await fn(c.api);
+    } finally {
+      await c.close();
+    }
+  };
+  return store === 'SQLite' ? go() : withDatabase('submit', go);
+}
+
+async function sequential(api: Api, n: number): Promise<number> {
+  for (let i = 0; i < 20; i++) await api.submit(SPEC);
+  const t0 = performance.now();
+  for (let i = 0; i < n; i++) await api.submit(SPEC);
+  return (performance.now() - t0) / 1000;
+}
+
+async function batches(api: Api, n: number): Promise<number> {
+  await submitBatch(api, 10, SPEC); // warm-up, and the 404 check before the clock starts
+  const t0 = performance.now();
+  for (const k of chunks(n, BATCH_MAX)) await submitBatch(api, k, SPEC);
+  return (performance.now() - t0) / 1000;
+}
+
+export async function submit({ report, sizes }: Ctx): Promise<void> {
+  const n = sizes.submitN;
+  const seqWhat = `${n.toLocaleString('en-US')} sequential awaited single submits, one client`;
+  const seqSpan = 'span: first request sent → last answer received (each awaited before the next; 20 warm-up submits before)';
+  const redis = await redisDurability();
+
+  await report.part(`${seqWhat}, SQLite`, async () => {
+    const d = await onServer('SQLite', (api) => sequential(api, n));
+    const raw = rawSqliteInserts(n);
+    const b = await bullmqAddSequential(n);
+    report.add({
+      measure: `${seqWhat}: SQLite vs raw better-sqlite3 insert+commit (ceiling)`,
+      drover: fmtRate(n, d),
+      peer: fmtRate(n, raw.s),
+      ratio: ratio(raw.s / d),
+      met: 'ceiling: ratio reported',
+      note: `${seqSpan}. Drover: POST /v1/tasks {command: "true"} over keep-alive node:http to \`drover server --db sqlite:…\`. Peer: ${RAW_SQLITE_CONFIG}, in the bench process.`,
+    });
+    report.add({
+      measure: `${seqWhat}: SQLite vs BullMQ Queue.add`,
+      drover: fmtRate(n, d),
+      peer: fmtRate(n, b.s),
+      ratio: ratio(b.s / d),
+      met: 'no target (for reference)',
+      note: `${seqSpan}. Drover as the row above. Peer: ${BULLMQ_CONFIG}, await queue.add() in a loop; ${redis} (an acknowledged add is not yet on disk, unlike Drover's).`,
+    });
+  });
+
+  await report.part(`${seqWhat}, PostgreSQL`, async () => {
+    const d = await onServer('PostgreSQL', (api) => sequential(api, n));
+    const g = await withDatabase('gwadd', (url) => graphileAddSequential(url, n));
+    report.add({
+      measure: `${seqWhat}: PostgreSQL vs graphile-worker addJob`,
+      drover: fmtRate(n, d),
+      peer: fmtRate(n, g.s),
+      ratio: ratio(g.s / d),
+      met: met(g.s / d >= 1, 'Drover ≥ graphile-worker addJob'),
+      note: `${seqSpan}. Drover: POST /v1/tasks to \`drover server --db postgres://…\` (fresh database). Peer: graphile-worker 0.17 makeWorkerUtils({ connectionString }).addJob() awaited in a loop, fresh database, same server.`,
+    });
+  });
+
+  const bn = sizes.batchN;
+  const batchWhat = `${bn.toLocaleString('en-US')} tasks in batches of ${BATCH_MAX.toLocaleString('en-US')}, one client`;
+  const batchSpan = 'span: first batch sent → last batch answered (batches sequential, each awaited)';
+  await report.part(`${batchWhat} (POST /v1/tasks/batch)`, async () => {
+    const s = await onServer('SQLite', (api) => batches(api, bn));
+    const p = await onServer('PostgreSQL', (api) => batches(api, bn));
+    const g = await withDatabase('gwbulk', (url) => graphileAddBulk(url, bn, BATCH_MAX));
+    const b = await bullmqAddBulk(bn, BATCH_MAX);
+    const drover = `POST /v1/tasks/batch {tasks: [${BATCH_MAX} × {command: "true"}]}`;
+    for (const [store, d] of [['SQLite', s], ['PostgreSQL', p]] as const) {
+      report.add({
+        measure: `${batchWhat}: ${store} vs graphile-worker addJobs`,
+        drover: fmtRate(bn, d),
+        peer: fmtRate(bn, g.s),
+        ratio: ratio(g.s / d),
+        met: met(g.s / d >= 1, 'Drover ≥ graphile-worker addJobs'),
+        note: `${batchSpan}. Drover: ${drover} to \`drover server --db ${store === 'SQLite' ? 'sqlite:…' : 'postgres://…'}\`. Peer: graphile-worker 0.17 WorkerUtils.addJobs(${BATCH_MAX} jobs) per call, fresh database.`,
+      });
+    }
+    report.add({
+      measure: `${batchWhat}: SQLite vs BullMQ addBulk`,
+      drover: fmtRate(bn, s),
+      peer: fmtRate(bn, b.s),
+      ratio: ratio(b.s / s),
+      met: 'no target (for reference)',
+      note: `${batchSpan}. Drover as above. Peer: ${BULLMQ_CONFIG}, Queue.addBulk(${BATCH_MAX} jobs) per call; ${redis}.`,
+    });
+  });
+}

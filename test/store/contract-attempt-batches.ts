@@ -1,0 +1,137 @@
+/** Store contract, batched attempt writes: claimMany and endAttempts (the drain's hot path). */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { Claim } from '../../src/store/store.js';
+import { endInput, EXPIRED, GUESSED_TOKEN, Harness, LEASE, T0, type Opened } from './contract-harness.js';
+
+export function runAttemptBatchContract(name: string, open: Opened): void {
+  describe(`Store contract, batched attempt writes: ${name}`, () => {
+    const h = Harness.use(open);
+    const worker = (id = 'w1', labels: Record<string, string> = {}) => ({ id, labels });
+
+    describe('claimMany', () => {
+      it('claims up to max in priority then age order, each with its own attempt, token and event', async () => {
+        const low = await h.submit({ priority: 0, now: T0 });
+        const hi = await h.submit({ priority: 5, now: T0 + 1 });
+        const mid = await h.submit({ priority: 1, now: T0 + 2 });
+        const low2 = await h.submit({ priority: 0, now: T0 + 3 });
+        const claims = await h.store.claimMany(worker('w3'), 3, T0 + 100, LEASE);
+        assert.deepEqual(
+          claims.map((c) => c.task.id),
+          [hi.id, mid.id, low.id],
+        );
+        assert.equal(new Set(claims.map((c) => c.attempt.fencingToken)).size, 3);
+        for (const c of claims) {
+          assert.equal(c.task.state, 'running');
+          assert.equal(c.task.currentAttemptId, c.attempt.id);
+          assert.equal(c.attempt.workerId, 'w3');
+          assert.equal(c.attempt.number, 1);
+          assert.deepEqual(await h.store.getTask(c.task.id), c.task);
+          assert.deepEqual(await h.store.getAttempt(c.attempt.id), c.attempt);
+          const ev = (await h.store.listEvents(c.task.id)).at(-1)!;
+          assert.deepEqual([ev.reason, ev.detail], ['claimed', { attemptId: c.attempt.id, attempt: 1, workerId: 'w3' }]);
+        }
+        // Fewer left than asked for: what is there, then nothing.
+        assert.deepEqual((await h.store.claimMany(worker(), 10, T0 + 101, LEASE)).map((c) => c.task.id), [low2.id]);
+        assert.deepEqual(await h.store.claimMany(worker(), 10, T0 + 102, LEASE), []);
+      });
+
+      it('takes only tasks whose requirements the worker satisfies', async () => {
+        const gpu = await h.submit({ requires: { gpu: 'yes' }, now: T0 });
+        const any = await h.submit({ now: T0 + 1 });
+        const arm = await h.submit({ requires: { arch: 'arm' }, now: T0 + 2 });
+        const claims = await h.store.claimMany(worker('w1', { gpu: 'yes' }), 5, T0 + 10, LEASE);
+        assert.deepEqual(
+          claims.map((c) => c.task.id),
+          [gpu.id, any.id],
+        );
+        assert.equal((await h.store.getTask(arm.id))?.state, 'waiting');
+      });
+
+      it('never gives one task to two concurrent batches', async () => {
+        const ids = new Set<string>();
+        for (let i = 0; i < 30; i++) ids.add((await h.submit({ now: T0 + i })).id);
+        const batches = await Promise.all(Array.from({ length: 6 }, (_, i) => h.store.claimMany(worker(`w${i}`), 8, T0 + 100, LEASE)));
+        const all = batches.flat();
+        assert.equal(all.length, 30);
+        assert.deepEqual(new Set(all.map((c) => c.task.id)), ids);
+        for (const id of ids) assert.equal((await h.store.listAttempts(id)).length, 1);
+      });
+
+      it('refuses a max that is not a positive integer, changing nothing', async () => {
+        const t = await h.submit();
+        for (const bad of [0, -1, 1.5, Number.NaN]) {
+          await assert.rejects(h.store.claimMany(worker(), bad, T0 + 1, LEASE), (e: Error & { field?: string }) => e.field === 'max');
+        }
+        assert.equal((await h.store.getTask(t.id))?.state, 'waiting');
+      });
+    });
+
+    describe('endAttempts', () => {
+      const claimAll = async (n: number): Promise<Claim[]> => {
+        for (let i = 0; i < n; i++) await h.submit({ now: T0 + i, retry: { maxRetries: 1 } });
+        const c = await h.store.claimMany(worker(), n, T0 + 50, LEASE);
+        assert.equal(c.length, n);
+        return c;
+      };
+      const req = (c: Claim, outcome: Parameters<typeof endInput>[0], over: Partial<{ token: string; workerId: string }> = {}) => ({
+        attemptId: c.attempt.id,
+        fencingToken: over.token ?? c.attempt.fencingToken,
+        end: endInput(outcome),
+        actor: `worker:${over.workerId ?? 'w1'}`,
+        guard: { workerId: over.workerId ?? 'w1' },
+      });
+
+      it('ends each accepted request as endAttempt would, in one call, and refuses the others', async () => {
+        const [ok, bad, wrongWorker, failed] = await claimAll(4);
+        const before = await h.snapshot(bad!.task.id);
+        const res = await h.store.endAttempts(
+          [req(ok!, 'succeeded'), req(bad!, 'succeeded', { token: GUESSED_TOKEN }), req(wrongWorker!, 'succeeded', { workerId: 'w2' }), req(failed!, 'failed')],
+          T0 + 60,
+        );
+        assert.equal(res.length, 4);
+        assert.equal(res[0]?.task.state, 'succeeded');
+        assert.equal(res[0]?.attempt.state, 'succeeded');
+        assert.equal(res[1], null);
+        assert.equal(res[2], null);
+        assert.equal(res[3]?.task.state, 'retrying');
+        assert.equal(res[3]?.task.retriesUsed, 1);
+        assert.deepEqual(await h.snapshot(bad!.task.id), before);
+        assert.deepEqual(await h.store.getTask(ok!.task.id), res[0]!.task);
+        assert.deepEqual(await h.store.getAttempt(failed!.attempt.id), res[3]!.attempt);
+        const ev = (await h.store.listEvents(ok!.task.id)).at(-1)!;
+        assert.deepEqual([ev.from, ev.to, ev.reason, ev.actor, ev.at], ['running', 'succeeded', 'attempt_succeeded', 'worker:w1', T0 + 60]);
+        assert.equal((await h.store.getTask(wrongWorker!.task.id))?.state, 'running');
+      });
+
+      it('refuses a repeat of the same attempt inside one batch, and an unknown or absurd id', async () => {
+        const [c] = await claimAll(1);
+        const res = await h.store.endAttempts(
+          [req(c!, 'succeeded'), req(c!, 'failed'), { ...req(c!, 'failed'), attemptId: c!.attempt.id + 10_000 }, { ...req(c!, 'failed'), attemptId: 2 ** 60 }],
+          T0 + 60,
+        );
+        assert.deepEqual(
+          res.map((r) => r?.task.state ?? null),
+          ['succeeded', null, null, null],
+        );
+        assert.equal((await h.store.listEvents(c!.task.id)).filter((e) => e.to === 'succeeded' || e.to === 'retrying').length, 1);
+      });
+
+      it('applies the sweeper guard per request: only expired leases end', async () => {
+        await h.submit({ now: T0 });
+        await h.submit({ now: T0 + 1 });
+        const [expired] = await h.store.claimMany(worker(), 1, T0 + 10, EXPIRED);
+        const [live] = await h.store.claimMany(worker(), 1, T0 + 10, LEASE);
+        const sweep = (c: Claim) => ({ attemptId: c.attempt.id, fencingToken: c.attempt.fencingToken, end: endInput('lost'), actor: 'scheduler', guard: { leaseExpired: true } });
+        const res = await h.store.endAttempts([sweep(expired!), sweep(live!)], T0 + 20);
+        assert.equal(res[0]?.task.state, 'waiting');
+        assert.equal(res[1], null);
+        assert.equal((await h.store.getTask(live!.task.id))?.state, 'running');
+      });
+
+      it('an empty batch is a no-op', async () => {
+        assert.deepEqual(await h.store.endAttempts([], T0), []);
+      });
+    });
+  });
+}
