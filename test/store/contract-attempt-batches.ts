@@ -133,5 +133,54 @@ export function runAttemptBatchContract(name: string, open: Opened): void {
         assert.deepEqual(await h.store.endAttempts([], T0), []);
       });
     });
+
+    describe('endAndClaim', () => {
+      const refill = (max: number, id = 'w1') => ({ worker: worker(id), max, leaseMs: LEASE });
+
+      it('ends the exits and claims for the freed slots in one call; the claims see a task the ends requeued', async () => {
+        const a = await h.submit({ now: T0 });
+        const b = await h.submit({ now: T0 + 1 });
+        const c = await h.submit({ now: T0 + 2 });
+        const [ca, cb] = await h.store.claimMany(worker(), 2, T0 + 10, LEASE);
+        assert.deepEqual([ca!.task.id, cb!.task.id], [a.id, b.id]);
+        const res = await h.store.endAndClaim(
+          [
+            { attemptId: ca!.attempt.id, fencingToken: ca!.attempt.fencingToken, end: endInput('succeeded'), actor: 'worker:w1', guard: { workerId: 'w1' } },
+            // Lost: requeued (waiting) without using a retry, and claimable by the same call.
+            { attemptId: cb!.attempt.id, fencingToken: cb!.attempt.fencingToken, end: endInput('lost'), actor: 'scheduler', guard: {} },
+          ],
+          refill(3),
+          T0 + 20,
+        );
+        assert.deepEqual(res.ended.map((r) => r?.task.state), ['succeeded', 'waiting']);
+        assert.deepEqual(new Set(res.claims.map((x) => x.task.id)), new Set([b.id, c.id]));
+        const again = res.claims.find((x) => x.task.id === b.id)!;
+        assert.equal(again.attempt.number, 2);
+        assert.equal((await h.store.getTask(b.id))?.state, 'running');
+        assert.equal((await h.store.getTask(a.id))?.state, 'succeeded');
+      });
+
+      it('a refused end changes nothing and the claim still runs; no claim without a refill', async () => {
+        const a = await h.submit({ now: T0 });
+        const b = await h.submit({ now: T0 + 1 });
+        const [ca] = await h.store.claimMany(worker(), 1, T0 + 10, LEASE);
+        const before = await h.snapshot(a.id);
+        const forged = { attemptId: ca!.attempt.id, fencingToken: GUESSED_TOKEN, end: endInput('failed'), actor: 'worker:w1', guard: { workerId: 'w1' } };
+        const none = await h.store.endAndClaim([forged], null, T0 + 20);
+        assert.deepEqual(none, { ended: [null], claims: [] });
+        const res = await h.store.endAndClaim([forged], refill(1, 'w2'), T0 + 21);
+        assert.deepEqual(res.ended, [null]);
+        assert.deepEqual(res.claims.map((x) => [x.task.id, x.attempt.workerId]), [[b.id, 'w2']]);
+        assert.deepEqual(await h.snapshot(a.id), before);
+      });
+
+      it('refuses a refill max that is not a positive integer, changing nothing', async () => {
+        const t = await h.submit();
+        const [c] = await h.store.claimMany(worker(), 1, T0 + 1, LEASE);
+        const end = { attemptId: c!.attempt.id, fencingToken: c!.attempt.fencingToken, end: endInput('succeeded'), actor: 'worker:w1', guard: { workerId: 'w1' } };
+        await assert.rejects(h.store.endAndClaim([end], refill(0), T0 + 2), (e: Error & { field?: string }) => e.field === 'max');
+        assert.equal((await h.store.getTask(t.id))?.state, 'running');
+      });
+    });
   });
 }
