@@ -169,6 +169,12 @@ describe('other commands', () => {
     assert.throws(() => buildWorkerConfig({ ...base, drainTimeout: '-1s' }, 't', {}), usage(/^invalid --drain-timeout "-1s"/));
     assert.throws(() => buildWorkerConfig({ ...base, drainTimeout: '2d' }, 't', {}), usage(/^invalid --drain-timeout "2d": at most 86400000 ms$/));
   });
+  it('worker config: DROVER_SPAWNER is native, node or unset', () => {
+    const base = { server: ['http://a'], logLevel: 'info' };
+    for (const v of ['native', 'node', undefined]) assert.ok(buildWorkerConfig(base, 't', v === undefined ? {} : { DROVER_SPAWNER: v }));
+    assert.throws(() => buildWorkerConfig(base, 't', { DROVER_SPAWNER: 'nativ' }), usage(/^invalid DROVER_SPAWNER "nativ": expected native or node/));
+    assert.throws(() => buildWorkerConfig(base, 't', { DROVER_SPAWNER: '' }), usage(/^invalid DROVER_SPAWNER ""/));
+  });
   it('worker config: --executor', () => {
     const base = { server: ['http://a'], logLevel: 'info' };
     assert.equal(buildWorkerConfig(base, 't', {}).executor, 'process');

@@ -87,6 +87,10 @@ export function buildWorkerConfig(flags: WorkerFlags, globalToken: string | unde
   const workDir = flags.workDir ?? join(tmpdir(), `drover-worker-${flags.id ?? process.pid}`);
   const executor = flags.executor ?? 'process';
   if (!isExecutor(executor)) throw new UsageError(`invalid --executor "${executor}": expected one of ${EXECUTORS.join(', ')}`);
+  // Read by the process runner (worker/native-spawn.ts); a typo would otherwise silently mean "auto".
+  if (env.DROVER_SPAWNER !== undefined && env.DROVER_SPAWNER !== 'native' && env.DROVER_SPAWNER !== 'node') {
+    throw new UsageError(`invalid DROVER_SPAWNER "${env.DROVER_SPAWNER.slice(0, 40)}": expected native or node (unset: the native spawner if it is built, else child_process)`);
+  }
   const drainTimeoutMs = flags.drainTimeout !== undefined ? parseDurationFlag('--drain-timeout', flags.drainTimeout, MAX_DRAIN_TIMEOUT_MS) : DEFAULT_DRAIN_TIMEOUT_MS;
   const passEnv: string[] = [];
   for (const name of flags.passEnv ?? []) {
