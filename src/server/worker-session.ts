@@ -106,14 +106,17 @@ export class WorkerSession implements WorkerLink {
   }
 
   /**
-   * Queues `msg` for this turn of the event loop's frame (core/protocol.ts
-   * framing): what the session sends in one turn (a batch's exit_acks and
-   * the assignments that refill the slots) goes out as one frame.
+   * Queues `msg` for the frame of what this synchronous run sends
+   * (core/protocol.ts framing): a batch's exit_acks and the assignments that
+   * refill the slots go out as one frame. Flushed in a microtask, so before
+   * the event loop turns: nothing another request can observe (a task shown
+   * `running`) gets ahead of the assignment that says so to the agent, and a
+   * crash right after a claim's commit loses no more than before.
    */
   send(msg: ServerMessage): boolean {
     if (this.closed || this.ws.readyState !== this.ws.OPEN) return false;
     this.outbox.push(JSON.stringify(msg));
-    if (this.outbox.length === 1) setImmediate(() => this.flushOutbox());
+    if (this.outbox.length === 1) queueMicrotask(() => this.flushOutbox());
     return true;
   }
 

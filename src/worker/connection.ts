@@ -99,8 +99,8 @@ export class Connection {
 
   /**
    * Sends if the socket is open; returns false (and sends nothing) otherwise.
-   * Messages sent in one turn of the event loop share frames (core/protocol.ts
-   * framing); a message of FRAME_BATCH_CHARS or more (a log chunk) goes at
+   * Messages sent in one synchronous run share frames, flushed in a microtask
+   * (core/protocol.ts framing); a message of FRAME_BATCH_CHARS or more (a log chunk) goes at
    * once in its own frame, after what was queued before it.
    */
   send(msg: AgentMessage): boolean {
@@ -115,7 +115,7 @@ export class Connection {
     this.outbox.push(json);
     this.outboxChars += json.length;
     if (this.outboxChars >= FRAME_BATCH_CHARS) this.flushOutbox();
-    else if (this.outbox.length === 1) setImmediate(() => this.flushOutbox());
+    else if (this.outbox.length === 1) queueMicrotask(() => this.flushOutbox());
     return true;
   }
 
