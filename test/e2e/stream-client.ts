@@ -110,6 +110,16 @@ async function refsBetween(feed: FeedStore, from: string, to: string, owner: str
  * last id either. Returns how many changes events were checked.
  */
 export async function checkExact(feed: FeedStore, owner: string | null, connections: StreamReader[], caughtUp: boolean): Promise<number> {
+  if (caughtUp && connections.length > 0) {
+    // An event carries each task's current summary, so a state can show (what the caller waited for)
+    // before the change that made it has been delivered: wait, bounded, until the stream's position is
+    // past every change for this subscriber. A stream that never gets there still fails below.
+    const last = connections[connections.length - 1]!;
+    const deadline = Date.now() + 5_000;
+    while (Date.now() < deadline && (await feed.readChanges(last.lastEventId, 1000, owner ?? undefined)).changes.length > 0) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
   let prev: string | null = null;
   let checked = 0;
   for (const [k, r] of connections.entries()) {
