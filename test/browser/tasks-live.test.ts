@@ -57,6 +57,8 @@ describe('browser: tasks, live', () => {
     assert.match(await err.innerText(), /^timeout: "soon" is not a duration/);
     const timeout = page.getByLabel('Timeout per attempt');
     assert.equal(await timeout.getAttribute('aria-invalid'), 'true');
+    // The form moves focus in the next animation frame after it shows the error (submit-form.tsx): wait for that frame, bounded.
+    await page.waitForFunction(() => document.activeElement?.id === 'f-timeout', null, { timeout: 2_000 }).catch(() => {});
     assert.equal(await page.evaluate(() => document.activeElement?.id), 'f-timeout', 'focus moves to the bad field');
     await screenshot(page, 'submit-error');
     assert.equal((await c.api.req('GET', '/v1/tasks')).body.tasks.length, 0, 'nothing was created');
