@@ -268,16 +268,26 @@ export class Scheduler {
     const unsent: Attempt[] = [];
     for (const [i, batch] of claims.entries()) {
       const link = asks[i]![0];
-      for (const claim of batch) {
-        // The socket closed between choosing and sending: give the task back now
-        // rather than after the lease runs out (no process was started).
-        if (!link.assign(claim.task, claim.attempt)) unsent.push(claim.attempt);
-      }
+      for (const claim of batch) if (!link.assign(claim.task, claim.attempt)) unsent.push(claim.attempt);
     }
-    if (unsent.length) await this.endAllLost(unsent, 'worker connection closed before the assignment was sent');
+    await this.giveBack(unsent);
   }
 
-  /** endLost for several attempts, in one store transaction; returns those this call ended. */
+  /**
+   * Claimed attempts whose assignment could not be sent (the socket closed
+   * after the claim): ended as lost at once, so their tasks run again now
+   * rather than after the lease (no process was started).
+   */
+  async giveBack(attempts: Attempt[]): Promise<void> {
+    if (attempts.length) await this.endAllLost(attempts, 'worker connection closed before the assignment was sent');
+  }
+
+  /**
+   * Ends attempts as lost (no retry used) and requeues their tasks, in one
+   * store transaction. With `leaseExpired` the store re-checks each expiry
+   * inside that transaction, so a heartbeat that renewed a lease meanwhile
+   * wins. Returns those this call ended.
+   */
   private async endAllLost(attempts: Attempt[], error: string | ((a: Attempt) => string), leaseExpired = false): Promise<Attempt[]> {
     const end = (a: Attempt) => ({ outcome: 'lost' as const, exitCode: null, signal: null, error: typeof error === 'function' ? error(a) : error, durationMs: null });
     const res = await this.store.endAttempts(
@@ -285,19 +295,6 @@ export class Scheduler {
       this.clock.now(),
     );
     return attempts.filter((_, i) => res[i] !== null);
-  }
-
-  /**
-   * Ends an attempt as lost (no retry used) and requeues its task. With
-   * `leaseExpired` the store re-checks the expiry inside the ending
-   * transaction, so a heartbeat that renewed the lease meanwhile wins.
-   * True if this call ended it.
-   */
-  async endLost(attempt: Attempt, error: string, leaseExpired = false): Promise<boolean> {
-    // The store signals the task, and wake when it is requeued.
-    const end = { outcome: 'lost' as const, exitCode: null, signal: null, error, durationMs: null };
-    const res = await this.store.endAttempt(attempt.id, attempt.fencingToken, end, 'scheduler', this.clock.now(), leaseExpired ? { leaseExpired: true } : {});
-    return res !== null;
   }
 
   /** Called after a task entered `retrying`: wake when its backoff ends. */

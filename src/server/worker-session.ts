@@ -390,9 +390,8 @@ export class WorkerSession implements WorkerLink {
       }
       this.send({ type: 'exit_ack', attemptId: m.attemptId });
     }
-    const unsent: Claim[] = claims.filter((c) => !this.assign(c.task, c.attempt));
-    // The socket closed after the claim: the tasks go back at once (no process was started).
-    for (const c of unsent) await this.scheduler.endLost(c.attempt, 'worker connection closed before the assignment was sent');
+    const unsent = claims.filter((c) => !this.assign(c.task, c.attempt));
+    await this.scheduler.giveBack(unsent.map((c) => c.attempt));
     // A task these ends requeued may suit another worker better; an empty refill means nothing waits for this one.
     if (requeued || unsent.length) this.scheduler.kick();
   }
