@@ -77,7 +77,9 @@ describe('browser: 10,000 tasks', () => {
     await page.getByLabel('Name starts with').fill('bulk-001');
     await page.getByRole('button', { name: 'Apply' }).click();
     await page.waitForURL(/name=bulk-001/);
-    await until('the first 50 of 100 rows', async () => (await rowIds(page)).length === 50);
+    // The unfiltered first page also has 50 rows: wait for the filtered ones, not for a count.
+    const filtered = async () => (await page.locator('.task-name').allInnerTexts()).every((n) => n.startsWith('bulk-001'));
+    await until('the first 50 of 100 rows', async () => (await rowIds(page)).length === 50 && (await filtered()));
     const names = await page.locator('.task-name').allInnerTexts();
     assert.ok(names.every((n) => n.startsWith('bulk-001')), names.join(','));
     await page.getByRole('button', { name: 'Older →' }).click();
