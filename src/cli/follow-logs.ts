@@ -11,6 +11,7 @@ import { once } from 'node:events';
 import type { Writable } from 'node:stream';
 import type { DroverClient } from '../client/client.js';
 import { ApiError, ConnectionError } from '../client/errors.js';
+import type { HttpResponse } from '../client/http-transport.js';
 import type { Task } from '../client/types.js';
 import { controlStripper, type ByteFilter } from './output.js';
 
@@ -108,48 +109,17 @@ function lastContactOnStreamError(err: unknown, lastContact: number): number {
  * backpressure. Returns the total bytes of the log seen (max of skip and the
  * body length), so a later reconnect knows where to resume.
  */
-async function copyBody(res: Response, out: Sink | null, skip: number): Promise<number> {
-  if (!res.body) return skip;
-  const reader = res.body.getReader();
+async function copyBody(res: HttpResponse, out: Sink | null, skip: number): Promise<number> {
   let seen = 0;
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      const start = seen;
-      seen += value.byteLength;
-      if (seen <= skip) continue;
-      const chunk = start >= skip ? value : value.subarray(skip - start);
-      if (out && !out.write(chunk)) await out.drained();
-    }
-  } finally {
-    reader.releaseLock();
+  for await (const value of res.chunks()) {
+    const start = seen;
+    seen += value.byteLength;
+    if (seen <= skip) continue;
+    const chunk = start >= skip ? value : value.subarray(skip - start);
+    if (out && !out.write(chunk)) await out.drained();
   }
   return Math.max(seen, skip);
 }
 
-/**
- * The exit status `submit --wait` mirrors, and the stderr message when it is
- * not the task's own: succeeded -> 0; failed with exit code n > 0 -> n (quietly,
- * as if the command ran here); anything else (signal, timeout, lost, cancelled,
- * failed to start) -> 1 with a line saying the final state.
- */
-export function waitOutcome(task: Task): { exitCode: number; message: string | null } {
-  const r = task.result;
-  if (task.state === 'succeeded') return { exitCode: 0, message: null };
-  if (task.state === 'failed' && r && r.outcome === 'failed' && r.exitCode !== null && r.exitCode > 0) {
-    return { exitCode: Math.min(r.exitCode, 255), message: null };
-  }
-  let detail = '';
-  if (r) {
-    // The server's own error text is the most precise; fall back to what the numbers say.
-    if (r.outcome === 'timed_out') detail = r.error ?? 'timed out';
-    else if (r.outcome === 'lost') detail = r.error ?? 'worker lost';
-    else {
-      const how = r.signal ? `killed by ${r.signal}` : r.exitCode !== null ? `exit code ${r.exitCode}` : '';
-      detail = [how, r.error].filter(Boolean).join(': ');
-    }
-    detail = `${detail} (attempt ${r.attempt})`.trim();
-  }
-  return { exitCode: 1, message: `task ${task.id} ${task.state}${detail ? `: ${detail.trim()}` : ''}` };
-}
+/** Re-exported: `submit --wait` and `logs -f` take their exit status from it (task-exit.ts). */
+export { waitOutcome, type WaitOutcome } from './task-exit.js';

@@ -12,6 +12,7 @@
  */
 import { ApiError, ConnectionError } from '../client/errors.js';
 import { describeTokenSource, type Connection } from './credentials.js';
+import { paint, type Style } from './colour.js';
 import { EXIT_FAILURE, EXIT_USAGE, UsageError } from './usage-error.js';
 
 export const NOT_AUTHENTICATED = 'not authenticated: set DROVER_TOKEN or run drover dev in this directory';
@@ -42,16 +43,22 @@ export function safeText(s: string): string {
 /**
  * Columns separated by two spaces; the last column is not padded. Cells are
  * single-line: runs of newlines and tabs become one space, other unsafe
- * characters are escaped (safeText).
+ * characters are escaped (safeText). `style` colours a body cell (row index
+ * from 0, header excluded) after its width was measured, so colour never
+ * shifts a column.
  */
-export function formatTable(headers: readonly string[], rows: readonly (readonly string[])[]): string {
+export function formatTable(headers: readonly string[], rows: readonly (readonly string[])[], style?: (row: number, col: number) => Style | null): string {
   const clean = (s: string) => safeText(s.replace(/[\r\n\t]+/g, ' '));
   const all = [headers.map(clean), ...rows.map((r) => r.map(clean))];
   const widths = headers.map((_, i) => Math.max(...all.map((r) => (r[i] ?? '').length)));
   return all
-    .map((r) =>
+    .map((r, ri) =>
       r
-        .map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i] ?? 0)))
+        .map((cell, i) => {
+          const pad = i === r.length - 1 ? '' : ' '.repeat(Math.max(0, (widths[i] ?? 0) - cell.length));
+          const st = ri > 0 && style ? style(ri - 1, i) : null;
+          return (st && cell ? paint(cell, st) : cell) + pad;
+        })
         .join('  ')
         .trimEnd(),
     )

@@ -43,10 +43,24 @@ export function parseNumberFlag(flag: string, raw: string, min: number, max: num
   return n;
 }
 
-/** A duration ("500ms", "30s", "5m", "1h30m", "2d", or bare milliseconds) in milliseconds. */
+/**
+ * What every duration flag's --help says about its value (append it to the
+ * flag's description): on the CLI a bare number is seconds, as `sleep`,
+ * `timeout` and cron users read it. The API keeps integer milliseconds.
+ */
+export const DURATION_HELP = 'a bare number is seconds; or 500ms, 30s, 5m, 1h30m';
+
+const BARE_SECONDS = /^\d+(\.\d+)?$/;
+
+/**
+ * A duration flag in milliseconds: a bare number is SECONDS ("5" = 5 s,
+ * "1.5" = 1.5 s); with a unit as the API reads it ("500ms", "30s", "5m",
+ * "1h30m", "2d"). Rounded to whole milliseconds.
+ */
 export function parseDurationFlag(flag: string, raw: string, maxMs = Number.MAX_SAFE_INTEGER): number {
-  const ms = parseDuration(raw);
-  if (ms === null) throw new UsageError(`invalid ${flag} "${raw}": expected a duration such as 500ms, 30s, 5m or 1h30m`);
+  const s = raw.trim();
+  const ms = BARE_SECONDS.test(s) ? Math.round(Number(s) * 1000) : parseDuration(s);
+  if (ms === null || !Number.isFinite(ms)) throw new UsageError(`invalid ${flag} "${raw}": expected a duration such as 30 (seconds), 500ms, 30s, 5m or 1h30m`);
   if (ms > maxMs) throw new UsageError(`invalid ${flag} "${raw}": at most ${maxMs} ms`);
   return ms;
 }

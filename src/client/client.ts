@@ -1,5 +1,6 @@
 /**
- * DroverClient: a typed client over `fetch` for every route in docs/api.md.
+ * DroverClient: a typed client for every route in docs/api.md, over node:http
+ * by default (http-transport.ts says why not `fetch`).
  *
  * Contract:
  * - Every method resolves with the documented payload of a 2xx answer.
@@ -12,6 +13,7 @@
  *   (503 and no answer), because only then can a repeat not create a second task.
  */
 import { ApiError, ConnectionError, describeFetchFailure } from './errors.js';
+import { fetchTransport, nodeTransport, type HttpResponse, type Transport } from './http-transport.js';
 import { SseParser } from './sse-parser.js';
 import type {
   CountsAnswer,
@@ -73,7 +75,9 @@ export interface DroverClientOptions {
   token?: string | null;
   /** Per-request timeout of JSON calls; 0 disables it. */
   timeoutMs?: number;
-  /** Injected for tests; defaults to the global fetch. */
+  /** How requests are sent; default node:http/https (nodeTransport). */
+  transport?: Transport;
+  /** Send requests with this `fetch` instead (ignored when `transport` is given). */
   fetch?: typeof fetch;
   /** Delays before each retry of an idempotent submit; default SUBMIT_RETRY_DELAYS_MS ([] disables retries). */
   submitRetryDelaysMs?: readonly number[];
@@ -85,14 +89,14 @@ export class DroverClient {
   readonly url: string;
   private readonly token: string | null;
   private readonly timeoutMs: number;
-  private readonly fetchImpl: typeof fetch;
+  private readonly transport: Transport;
   private readonly submitRetryDelaysMs: readonly number[];
 
   constructor(opts: DroverClientOptions) {
     this.url = opts.url.replace(/\/+$/, '');
     this.token = opts.token ?? null;
     this.timeoutMs = opts.timeoutMs ?? 30_000;
-    this.fetchImpl = opts.fetch ?? globalThis.fetch;
+    this.transport = opts.transport ?? (opts.fetch ? fetchTransport(opts.fetch) : nodeTransport);
     this.submitRetryDelaysMs = opts.submitRetryDelaysMs ?? SUBMIT_RETRY_DELAYS_MS;
   }
 
@@ -164,11 +168,11 @@ export class DroverClient {
   }
 
   /**
-   * The task's log as a streaming `Response` (text/plain), already checked to be
-   * 2xx. Read `res.body` chunk by chunk; with `follow` it ends when the task is
-   * terminal. Pass `signal` to stop early.
+   * The task's log as a streaming response (text/plain), already checked to be
+   * 2xx. Iterate `res.chunks()` for its bytes; with `follow` it ends when the
+   * task is terminal. Pass `signal` to stop early.
    */
-  async logs(id: string, query: LogsQuery = {}): Promise<Response> {
+  async logs(id: string, query: LogsQuery = {}): Promise<HttpResponse> {
     const qs = queryString({ attempt: query.attempt, follow: query.follow ? 1 : undefined });
     const res = await this.send('GET', `/v1/tasks/${enc(id)}/logs${qs}`, undefined, query.signal ?? null);
     if (!res.ok) throw await ApiError.fromResponse(res);
@@ -278,17 +282,12 @@ export class DroverClient {
     }
   }
 
-  private async send(method: Method, path: string, body: unknown, signal: AbortSignal | null, extraHeaders: Record<string, string> = {}): Promise<Response> {
+  private async send(method: Method, path: string, body: unknown, signal: AbortSignal | null, extraHeaders: Record<string, string> = {}): Promise<HttpResponse> {
     const headers: Record<string, string> = { accept: 'application/json', ...extraHeaders };
     if (this.token) headers.authorization = `Bearer ${this.token}`;
     if (body !== undefined) headers['content-type'] = 'application/json';
     try {
-      return await this.fetchImpl(this.url + path, {
-        method,
-        headers,
-        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-        ...(signal ? { signal } : {}),
-      });
+      return await this.transport({ method, url: this.url + path, headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}), signal });
     } catch (err) {
       throw new ConnectionError(this.url, describeFetchFailure(err), { cause: err });
     }
@@ -303,17 +302,17 @@ export class DroverClient {
  */
 export class EventStream implements AsyncIterable<StreamEvent> {
   private readonly parser = new SseParser();
-  private readonly reader: ReadableStreamDefaultReader<Uint8Array>;
+  private readonly reader: AsyncIterator<Uint8Array>;
   private readonly decoder = new TextDecoder();
   private readonly queued: StreamEvent[] = [];
   private done = false;
 
   constructor(
-    readonly response: Response,
+    readonly response: HttpResponse,
     start: string | null,
   ) {
     this.parser.lastEventId = start;
-    this.reader = response.body!.getReader();
+    this.reader = response.chunks()[Symbol.asyncIterator]();
   }
 
   get lastEventId(): string | null {
@@ -324,9 +323,9 @@ export class EventStream implements AsyncIterable<StreamEvent> {
   async next(): Promise<StreamEvent | null> {
     while (this.queued.length === 0) {
       if (this.done) return null;
-      let chunk: ReadableStreamReadResult<Uint8Array>;
+      let chunk: IteratorResult<Uint8Array>;
       try {
-        chunk = await this.reader.read();
+        chunk = await this.reader.next();
       } catch {
         chunk = { done: true, value: undefined };
       }
@@ -349,7 +348,8 @@ export class EventStream implements AsyncIterable<StreamEvent> {
 
   async close(): Promise<void> {
     this.done = true;
-    await this.reader.cancel().catch(() => {});
+    this.response.cancel();
+    await this.reader.return?.().catch(() => {});
   }
 
   async *[Symbol.asyncIterator](): AsyncGenerator<StreamEvent> {

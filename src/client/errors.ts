@@ -33,7 +33,7 @@ export class ApiError extends Error {
    * Builds the error from a non-2xx response, consuming its body. Tolerates
    * bodies that are not Drover's (an HTML page from a proxy, an empty body).
    */
-  static async fromResponse(res: Response): Promise<ApiError> {
+  static async fromResponse(res: { status: number; statusText: string; text(): Promise<string> }): Promise<ApiError> {
     let text = '';
     try {
       text = await res.text();
@@ -80,7 +80,8 @@ export class ConnectionError extends Error {
  */
 export function describeFetchFailure(err: unknown): string {
   if (err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError')) {
-    return err.name === 'TimeoutError' ? 'request timed out' : 'request aborted';
+    const timeout = err.name === 'TimeoutError' || (err.cause instanceof Error && err.cause.name === 'TimeoutError');
+    return timeout ? 'request timed out' : 'request aborted';
   }
   const seen = new Set<unknown>();
   let cur: unknown = err;

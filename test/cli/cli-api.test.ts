@@ -88,11 +88,12 @@ describe('CLI against a fake API', () => {
       if (req.path === '/v1/tokens') return sendJson(res, 200, { tokens: [{ id: 'abcdef0123456789', name: evil, user: 'u\x1b[1m', role: 'user', createdAt: '2026-01-01T00:00:00Z', revokedAt: null, lastUsedAt: '2026-01-01T00:01:00Z' }] });
       sendJson(res, 200, { task: makeTask({ name: evil, labels: { k: evil } }), attempts: [], events: [] });
     });
-    for (const args of [['ls'], ['show', TASK_ID], ['token', 'ls']]) {
+    for (const args of [['ls', '--wide'], ['ls'], ['show', TASK_ID], ['token', 'ls']]) {
       const r = await runCli(args, { env: env(), cwd });
       assert.equal(r.code, 0, r.stderr);
       assert.doesNotMatch(r.stdout, /[\x00-\x08\x0b-\x1f\x7f\u0080-\u009f]/, args.join(' '));
-      assert.ok(r.stdout.includes('x\\x1b[2J\\x1b]0;pwned\\x07\\x9b31m'), `${args.join(' ')}: ${r.stdout}`);
+      // Fitted to 80 columns, `ls` may cut the name: the escaped text it shows starts the same.
+      assert.ok(r.stdout.includes(args.join(' ') === 'ls' ? 'x\\x1b[2J' : 'x\\x1b[2J\\x1b]0;pwned\\x07\\x9b31m'), `${args.join(' ')}: ${r.stdout}`);
     }
     const tokens = await runCli(['token', 'ls'], { env: env(), cwd });
     assert.match(tokens.stdout, /2026-01-01T00:01:00Z/, 'LAST USED column');
@@ -179,8 +180,9 @@ describe('CLI against a fake API', () => {
     const one = await runCli(['ls', '--limit', '2', '--state', 'failed'], { env: env(), cwd });
     assert.equal(one.code, 0, one.stderr);
     const lines = one.stdout.trimEnd().split('\n');
-    assert.match(lines[0]!, /^ID\s+NAME\s+STATE\s+ATTEMPTS\s+WORKER\s+EXIT\s+DURATION\s+AGE$/);
-    assert.match(lines[1]!, /^01JF0000000000000000000003\s+sh\s+failed\s+2\s+w1\s+3\s+5ms\s+\d+s$/);
+    assert.match(lines[0]!, /^ID\s+NAME\s+STATE\s+WORKER\s+EXIT\s+DURATION\s+AGE$/);
+    // The ids differ only at the end: the short form grows until they are told apart.
+    assert.match(lines[1]!, /^01JF0000000000000000000003\s+sh\s+failed\s+w1\s+3\s+5ms\s+\d+s$/);
     assert.equal(lines.length, 3);
     assert.equal(api!.requests[0]!.query.get('state'), 'failed');
     assert.equal(api!.requests[0]!.query.get('limit'), '2');
@@ -228,7 +230,7 @@ describe('CLI against a fake API', () => {
     await serve(finishedTask('hello\n', { state: 'failed', result: { outcome: 'failed', attempt: 4, exitCode: 3, signal: null, error: null, durationMs: 1 } }));
     const r = await runCli(['submit', '--wait', '--', 'sh', '-c', 'echo hello; exit 3'], { env: env(), cwd });
     assert.equal(r.stdout, 'hello\n');
-    assert.equal(r.stderr, '');
+    assert.match(r.stderr, /^drover: task \w+ failed: exit code 3 \(attempts \d+, duration 1ms\)\n$/);
     assert.equal(r.code, 3);
     assert.equal(api!.requests[1]!.query.get('follow'), '1');
   });
@@ -239,17 +241,17 @@ describe('CLI against a fake API', () => {
     assert.deepEqual([r.code, r.stdout, r.stderr], [0, 'ok\n', '']);
   });
 
-  it('submit --wait exits 1 and names the final state on a timeout, signal or cancel', async () => {
-    const cases: Array<[Record<string, unknown>, RegExp]> = [
-      [{ state: 'failed', result: { outcome: 'timed_out', attempt: 1, exitCode: null, signal: 'SIGTERM', error: null, durationMs: 1 } }, /^drover: task \w+ failed: timed out \(attempt 1\)\n$/],
-      [{ state: 'failed', result: { outcome: 'failed', attempt: 2, exitCode: null, signal: 'SIGKILL', error: null, durationMs: 1 } }, /^drover: task \w+ failed: killed by SIGKILL \(attempt 2\)\n$/],
-      [{ state: 'cancelled', result: null }, /^drover: task \w+ cancelled\n$/],
-      [{ state: 'failed', result: { outcome: 'lost', attempt: 6, exitCode: null, signal: null, error: 'worker lost 6 times (cap 5)', durationMs: null } }, /^drover: task \w+ failed: worker lost 6 times \(cap 5\) \(attempt 6\)\n$/],
+  it('submit --wait exits 124 on a timeout, 128+n on a signal, 1 on a cancel or lost worker, with one summary line', async () => {
+    const cases: Array<[Record<string, unknown>, number, RegExp]> = [
+      [{ state: 'failed', attempts: 1, result: { outcome: 'timed_out', attempt: 1, exitCode: null, signal: 'SIGTERM', error: 'timed out after 5000 ms', durationMs: 5000 } }, 124, /^drover: task \w+ failed: timed out after 5000 ms \(attempts 1, duration 5s\)\n$/],
+      [{ state: 'failed', attempts: 2, result: { outcome: 'failed', attempt: 2, exitCode: null, signal: 'SIGKILL', error: null, durationMs: 1 } }, 137, /^drover: task \w+ failed: killed by SIGKILL \(attempts 2, duration 1ms\)\n$/],
+      [{ state: 'cancelled', result: null }, 1, /^drover: task \w+ cancelled: cancelled \(attempts \d+, duration -\)\n$/],
+      [{ state: 'failed', attempts: 6, result: { outcome: 'lost', attempt: 6, exitCode: null, signal: null, error: 'worker lost 6 times (cap 5)', durationMs: null } }, 1, /^drover: task \w+ failed: worker lost: worker lost 6 times \(cap 5\) \(attempts 6, duration -\)\n$/],
     ];
-    for (const [final, message] of cases) {
+    for (const [final, code, message] of cases) {
       await serve(finishedTask('', final));
       const r = await runCli(['submit', '--wait', '--', 'sleep', '9'], { env: env(), cwd });
-      assert.equal(r.code, 1);
+      assert.equal(r.code, code, r.stderr);
       assert.match(r.stderr, message);
       await api!.close();
       api = null;

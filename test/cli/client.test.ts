@@ -97,13 +97,13 @@ describe('DroverClient', () => {
     });
     const c = new DroverClient({ url: api!.url, token: 't' });
     const res = await c.logs(TASK_ID, { follow: true, attempt: 2 });
-    const reader = res.body!.getReader();
-    const first = await reader.read();
+    const reader = res.chunks()[Symbol.asyncIterator]();
+    const first = await reader.next();
     assert.equal(Buffer.from(first.value!).toString(), 'first\n');
     finish();
     let rest = '';
     for (;;) {
-      const { done, value } = await reader.read();
+      const { done, value } = await reader.next();
       if (done) break;
       rest += Buffer.from(value).toString();
     }

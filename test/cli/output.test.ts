@@ -55,15 +55,22 @@ describe('describeError', () => {
 describe('waitOutcome', () => {
   const task = (over: Record<string, unknown>) => makeTask(over) as unknown as Task;
   const result = (r: Record<string, unknown>) => ({ outcome: 'failed', attempt: 1, exitCode: null, signal: null, error: null, durationMs: 1, ...r });
-  it('mirrors the task', () => {
+  it('mirrors the task with shell conventions', () => {
     assert.deepEqual(waitOutcome(task({ state: 'succeeded', result: result({ outcome: 'succeeded', exitCode: 0 }) })), { exitCode: 0, message: null });
-    assert.deepEqual(waitOutcome(task({ state: 'failed', result: result({ exitCode: 42 }) })), { exitCode: 42, message: null });
-    const t = waitOutcome(task({ state: 'failed', result: result({ outcome: 'timed_out', signal: 'SIGTERM' }) }));
-    assert.equal(t.exitCode, 1);
-    assert.match(t.message!, /failed: timed out \(attempt 1\)$/);
-    const spawnFail = waitOutcome(task({ state: 'failed', result: result({ error: 'spawn nope ENOENT' }) }));
+    const plain = waitOutcome(task({ state: 'failed', attempts: 4, result: result({ exitCode: 42, durationMs: 1500 }) }));
+    assert.equal(plain.exitCode, 42);
+    assert.match(plain.message!, /^task \w+ failed: exit code 42 \(attempts 4, duration 1\.5s\)$/);
+    assert.equal(waitOutcome(task({ state: 'failed', result: result({ exitCode: 300 }) })).exitCode, 255);
+    const t = waitOutcome(task({ state: 'failed', result: result({ outcome: 'timed_out', signal: 'SIGTERM', error: 'timed out after 5000 ms' }) }));
+    assert.equal(t.exitCode, 124, 'a timeout is 124 (GNU timeout), never 128+SIGTERM');
+    assert.match(t.message!, /failed: timed out after 5000 ms \(attempts \d+, duration 1ms\)$/);
+    assert.equal(waitOutcome(task({ state: 'failed', result: result({ signal: 'SIGKILL' }) })).exitCode, 137);
+    assert.equal(waitOutcome(task({ state: 'failed', result: result({ signal: 'SIGTERM' }) })).exitCode, 143);
+    assert.equal(waitOutcome(task({ state: 'failed', result: result({ signal: 'SIGNOPE' }) })).exitCode, 1, 'an unknown signal name: 1');
+    const spawnFail = waitOutcome(task({ state: 'failed', result: result({ outcome: 'start_failed', error: 'cannot start nope: not found in PATH=/usr/bin' }) }));
     assert.equal(spawnFail.exitCode, 1);
-    assert.match(spawnFail.message!, /failed: spawn nope ENOENT \(attempt 1\)$/);
+    assert.match(spawnFail.message!, /failed: start failed: cannot start nope: not found in PATH=\/usr\/bin \(attempts/);
+    assert.equal(waitOutcome(task({ state: 'failed', result: result({ outcome: 'lost', error: 'worker w1 lost' }) })).exitCode, 1);
     assert.equal(waitOutcome(task({ state: 'cancelled' })).exitCode, 1);
   });
 });
@@ -93,7 +100,7 @@ describe('safeText: task data made inert for a terminal', () => {
     const evil = 'job\x1b]0;owned\x07\x1b[2J\u009b31m\u202e';
     const task = makeTask({ name: evil, owner: `bob\x1b[1m`, command: `rm\x1b[8m`, args: ['a\nb'], labels: { ['k\x1b']: 'v\x07' }, requires: { gpu: '\x1b[5m' }, env: { ['E\x1b']: 'x' } });
     task.result = { outcome: 'failed', attempt: 1, exitCode: 1, signal: null, error: 'bad\x1b[31m', durationMs: 1 } as never;
-    const ls = formatTaskTable([makeSummary({ name: evil, workerId: 'w\x1b[1m', error: 'bad\x1b[31m' }) as never]);
+    const ls = formatTaskTable([makeSummary({ name: evil, workerId: 'w\x1b[1m', error: 'bad\x1b[31m' }) as never], { wide: true });
     assert.doesNotMatch(ls, RAW_CONTROL);
     assert.match(ls, /job\\x1b\]0;owned\\x07\\x1b\[2J/);
     const detail: TaskDetail = {

@@ -53,8 +53,12 @@ describe('numbers and durations', () => {
   it('parses durations with core/duration semantics', () => {
     assert.equal(parseDurationFlag('--timeout', '30s'), 30_000);
     assert.equal(parseDurationFlag('--timeout', '1h30m'), 5_400_000);
-    assert.equal(parseDurationFlag('--timeout', '250'), 250);
-    for (const bad of ['5x', '', 's', '-1s', '1 h']) assert.throws(() => parseDurationFlag('--timeout', bad), usage(/^invalid --timeout ".*": expected a duration/), bad);
+    // A bare number is seconds on the CLI (the API's bare number is milliseconds).
+    assert.equal(parseDurationFlag('--timeout', '250'), 250_000);
+    assert.equal(parseDurationFlag('--timeout', '5'), 5_000);
+    assert.equal(parseDurationFlag('--timeout', '1.5'), 1_500);
+    assert.equal(parseDurationFlag('--timeout', '500ms'), 500);
+    for (const bad of ['5x', '', 's', '-1s', '1 h', '1.', '.5', '-5', '1e3']) assert.throws(() => parseDurationFlag('--timeout', bad), usage(/^invalid --timeout ".*": expected a duration/), bad);
     assert.throws(() => parseDurationFlag('--retry-cap', '8d', 7 * 86_400_000), usage(/--retry-cap "8d": at most/));
   });
 });

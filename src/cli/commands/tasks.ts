@@ -4,10 +4,15 @@
  */
 import { Command } from 'commander';
 import type { ListTasksQuery, TaskDetail, TaskSummary } from '../../client/types.js';
+export { formatTaskTable } from '../task-table.js';
 import { connect } from '../context.js';
 import { streamLogs, terminalFilter } from '../follow-logs.js';
+import { paint, stateStyle, stdoutColour } from '../colour.js';
 import { formatAge, formatExit, formatLabels, formatMs, formatTable, formatTime, printJson, safeText } from '../output.js';
-import { parseIntFlag, parseTaskId, parseTaskState } from '../parse.js';
+import { parseIntFlag, parseTaskState } from '../parse.js';
+import { resolveTaskId } from '../resolve-task-id.js';
+import { DEFAULT_WIDTH, formatTaskTable } from '../task-table.js';
+import { waitOutcome } from '../task-exit.js';
 import { UsageError } from '../usage-error.js';
 
 interface LsFlags {
@@ -18,6 +23,7 @@ interface LsFlags {
   limit?: string;
   all?: boolean;
   json?: boolean;
+  wide?: boolean;
 }
 
 /** Crockford base32 as task ids use it (no I, L, O, U), either case: the server's rule for `id`. */
@@ -38,12 +44,11 @@ export function buildListQuery(f: LsFlags): ListTasksQuery {
   return q;
 }
 
-/** `drover ls`: one line per summary row (the list API sends no command, script or env). */
-export function formatTaskTable(tasks: readonly TaskSummary[], now = Date.now()): string {
-  return formatTable(
-    ['ID', 'NAME', 'STATE', 'ATTEMPTS', 'WORKER', 'EXIT', 'DURATION', 'AGE'],
-    tasks.map((t) => [t.id, truncate(t.name, 40), t.state, String(t.attempts), t.workerId ?? '-', t.endedAt !== null ? formatExit(t) : '-', formatMs(t.durationMs), formatAge(t.createdAt, now)]),
-  );
+/** The width `ls` fits: $COLUMNS, else the terminal's, else 80. */
+function terminalWidth(): number {
+  const env = Number(process.env.COLUMNS);
+  if (Number.isInteger(env) && env > 0) return env;
+  return process.stdout.isTTY && process.stdout.columns ? process.stdout.columns : DEFAULT_WIDTH;
 }
 
 export function lsCommand(): Command {
@@ -55,7 +60,8 @@ export function lsCommand(): Command {
     .option('--id <prefix>', 'only tasks whose id starts with this (1..26 characters of the id, any case)')
     .option('--limit <n>', 'page size, 1..500 (default 50)')
     .option('--all', 'follow the cursors and list every matching task')
-    .option('--json', 'print {"tasks": [...], "nextCursor": ...} as JSON')
+    .option('--wide', 'full task ids, names and workers (default: fit the terminal, ids shortened to a unique prefix)')
+    .option('--json', 'print {"tasks": [...], "nextCursor": ...} as JSON (full ids)')
     .action(async (flags: LsFlags, cmd: Command) => {
       const query = buildListQuery(flags);
       const client = connect(cmd);
@@ -72,12 +78,12 @@ export function lsCommand(): Command {
         process.stderr.write('no tasks\n');
         return;
       }
-      process.stdout.write(formatTaskTable(tasks));
+      process.stdout.write(formatTaskTable(tasks, { width: terminalWidth(), wide: flags.wide === true, colour: stdoutColour() }));
       if (nextCursor) process.stderr.write(`(more tasks: use --all or a larger --limit)\n`);
     });
 }
 
-export function formatTaskDetail(d: TaskDetail, now = Date.now()): string {
+export function formatTaskDetail(d: TaskDetail, now = Date.now(), colour = false): string {
   const t = d.task;
   const what = t.command !== null ? [t.command, ...t.args].map(shellQuote).join(' ') : `script via ${(t.interpreter.length ? t.interpreter : ['sh']).join(' ')}`;
   const fields: Array<[string, string]> = [
@@ -110,13 +116,14 @@ export function formatTaskDetail(d: TaskDetail, now = Date.now()): string {
   }
   const width = Math.max(...fields.map(([k]) => k.length));
   // Values are task data: escaped, so one field stays one line and no escape sequence reaches the terminal.
-  let out = fields.map(([k, v]) => `${(k + ':').padEnd(width + 1)} ${safeText(v)}`).join('\n') + '\n';
+  let out = fields.map(([k, v]) => `${(k + ':').padEnd(width + 1)} ${k === 'state' && colour ? paint(safeText(v), stateStyle(v)) : safeText(v)}`).join('\n') + '\n';
 
   out += '\nATTEMPTS\n';
   out += d.attempts.length
     ? formatTable(
         ['#', 'WORKER', 'STATE', 'EXIT', 'STARTED', 'DURATION', 'ERROR'],
-        d.attempts.map((a) => [String(a.number), a.workerId, a.state, formatExit(a), formatTime(a.startedAt), formatMs(a.durationMs), a.error ?? '']),
+        d.attempts.map((a) => [String(a.number), a.workerId, a.state, a.state === 'timed_out' ? 'timeout' : formatExit(a), formatTime(a.startedAt), formatMs(a.durationMs), a.error ?? '']),
+        colour ? (r, c) => (c === 2 ? stateStyle(attemptColourState(d.attempts[r]!.state)) : null) : undefined,
       )
     : '(none)\n';
 
@@ -125,21 +132,32 @@ export function formatTaskDetail(d: TaskDetail, now = Date.now()): string {
     ? formatTable(
         ['FROM', 'TO', 'REASON', 'ACTOR', 'TIME', 'DETAIL'],
         d.events.map((e) => [e.from ?? '-', e.to, e.reason, e.actor, formatTime(e.at), formatDetail(e.detail)]),
+        colour ? (r, c) => (c === 1 ? stateStyle(d.events[r]!.to) : null) : undefined,
       )
     : '(none)\n';
   return out;
 }
 
-function formatDetail(detail: Record<string, unknown> | null): string {
+/** An attempt's state coloured as the task state it resembles. */
+function attemptColourState(state: string): string {
+  return state === 'timed_out' || state === 'lost' ? 'failed' : state;
+}
+
+/** Epoch-ms values in event details (runAfter, ...) within these years are shown as ISO times. */
+const EPOCH_MS_MIN = Date.UTC(2000, 0, 1);
+const EPOCH_MS_MAX = Date.UTC(2200, 0, 1);
+const TIME_KEY = /(At|After|Before|Until|Time|Deadline|Expires)$/;
+
+/** `k=v` pairs; a time-named key holding epoch milliseconds prints as an ISO time (`runAfter=2026-12-01T12:00:00Z`). */
+export function formatDetail(detail: Record<string, unknown> | null): string {
   if (!detail) return '';
   return Object.entries(detail)
     .filter(([, v]) => v !== null && v !== undefined)
-    .map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`)
+    .map(([k, v]) => {
+      if (typeof v === 'number' && TIME_KEY.test(k) && Number.isInteger(v) && v >= EPOCH_MS_MIN && v < EPOCH_MS_MAX) return `${k}=${formatTime(new Date(v).toISOString())}`;
+      return `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`;
+    })
     .join(' ');
-}
-
-function truncate(s: string, n: number): string {
-  return s.length > n ? s.slice(0, n - 1) + '…' : s;
 }
 
 function shellQuote(s: string): string {
@@ -149,39 +167,46 @@ function shellQuote(s: string): string {
 export function showCommand(): Command {
   return new Command('show')
     .description('show a task: its fields, result, attempts and state transitions')
-    .argument('<id>', 'task id')
+    .argument('<id>', 'task id, or a unique prefix of 6+ characters (any case)')
     .option('--json', 'print {"task", "attempts", "events"} as JSON')
     .action(async (rawId: string, flags: { json?: boolean }, cmd: Command) => {
-      const id = parseTaskId(rawId);
-      const detail = await connect(cmd).getTask(id);
+      const client = connect(cmd);
+      const detail = await client.getTask(await resolveTaskId(client, rawId));
       if (flags.json) printJson(detail);
-      else process.stdout.write(formatTaskDetail(detail));
+      else process.stdout.write(formatTaskDetail(detail, Date.now(), stdoutColour()));
     });
 }
 
 export function logsCommand(): Command {
   return new Command('logs')
-    .description("write a task's combined stdout and stderr to stdout")
-    .argument('<id>', 'task id')
+    .description("write a task's combined stdout and stderr to stdout; with -f, exit with the task's status (as submit --wait)")
+    .argument('<id>', 'task id, or a unique prefix of 6+ characters (any case)')
     .option('-f, --follow', 'keep streaming new output until the task ends')
     .option('--attempt <n>', 'only this attempt\'s output')
     .action(async (rawId: string, flags: { follow?: boolean; attempt?: string }, cmd: Command) => {
-      const id = parseTaskId(rawId);
       const attempt = flags.attempt !== undefined ? parseIntFlag('--attempt', flags.attempt, 1, 1_000_000) : undefined;
+      const client = connect(cmd);
+      const id = await resolveTaskId(client, rawId);
       // To a terminal, without the escape sequences and controls of the task's output; piped, byte for byte.
       const filter = terminalFilter(process.stdout);
-      await streamLogs(connect(cmd), id, { follow: !!flags.follow, out: process.stdout, ...(filter ? { filter } : {}), ...(attempt !== undefined ? { attempt } : {}) });
+      const final = await streamLogs(client, id, { follow: !!flags.follow, out: process.stdout, ...(filter ? { filter } : {}), ...(attempt !== undefined ? { attempt } : {}) });
+      // Following, the task's end is the command's: its exit status and, unless it succeeded, one summary line (task-exit.ts).
+      if (final) {
+        const { exitCode, message } = waitOutcome(final);
+        if (message) process.stderr.write(`drover: ${safeText(message)}\n`);
+        process.exitCode = exitCode;
+      }
     });
 }
 
 export function cancelCommand(): Command {
   return new Command('cancel')
     .description('cancel a task that has not ended; prints its new state')
-    .argument('<id>', 'task id')
+    .argument('<id>', 'task id, or a unique prefix of 6+ characters (any case)')
     .option('--json', 'print the task as JSON')
     .action(async (rawId: string, flags: { json?: boolean }, cmd: Command) => {
-      const id = parseTaskId(rawId);
-      const task = await connect(cmd).cancel(id);
+      const client = connect(cmd);
+      const task = await client.cancel(await resolveTaskId(client, rawId));
       if (flags.json) printJson(task);
       else process.stdout.write(`${safeText(task.state)}\n`);
     });
@@ -190,11 +215,11 @@ export function cancelCommand(): Command {
 export function retryCommand(): Command {
   return new Command('retry')
     .description('run a failed or cancelled task again with a fresh retry budget; prints its new state')
-    .argument('<id>', 'task id')
+    .argument('<id>', 'task id, or a unique prefix of 6+ characters (any case)')
     .option('--json', 'print the task as JSON')
     .action(async (rawId: string, flags: { json?: boolean }, cmd: Command) => {
-      const id = parseTaskId(rawId);
-      const task = await connect(cmd).retry(id);
+      const client = connect(cmd);
+      const task = await client.retry(await resolveTaskId(client, rawId));
       if (flags.json) printJson(task);
       else process.stdout.write(`${safeText(task.state)}\n`);
     });

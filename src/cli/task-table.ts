@@ -1,0 +1,99 @@
+/**
+ * `drover ls`'s table: ID, NAME, STATE, WORKER, EXIT, DURATION, AGE.
+ *
+ * - STATE carries the outcome of an ended task where the state alone hides
+ *   it: `failed (timed_out)`, `failed (lost)`, `failed (start_failed)`;
+ *   `cancelled` and `succeeded` as they are.
+ * - EXIT is the exit code, else the signal, except that a timed-out attempt
+ *   says `timeout` (its SIGTERM came from Drover, not from the task).
+ * - It fits `width` columns (80 unless the terminal or $COLUMNS says
+ *   otherwise): the ID column shows the shortest prefix, at least
+ *   SHORT_ID characters, that tells the listed tasks apart (any such
+ *   prefix works as an id: resolve-task-id.ts), then NAME and WORKER are cut
+ *   with an ellipsis. `wide` shows full ids and cuts nothing; `--json` always
+ *   has the full ids.
+ */
+import type { TaskSummary } from '../client/types.js';
+import { stateStyle, type Style } from './colour.js';
+import { formatAge, formatMs, formatTable, safeText } from './output.js';
+
+export const SHORT_ID = 12;
+export const DEFAULT_WIDTH = 80;
+const MIN_NAME = 8;
+const MIN_WORKER = 6;
+
+/** The outcome the list API may carry on a summary row (older servers send none). */
+type Outcome = 'succeeded' | 'failed' | 'timed_out' | 'cancelled' | 'lost' | 'start_failed' | string;
+type Row = TaskSummary & { outcome?: Outcome | null };
+
+/**
+ * The ended attempt's outcome: the row's `outcome` when the server sends it,
+ * else read from its error text (the agent's "timed out after N ms", the
+ * server's lost-worker errors), else from the state.
+ */
+export function outcomeOf(t: Row): Outcome | null {
+  if (t.outcome) return t.outcome;
+  if (t.endedAt === null) return null;
+  if (t.error && /^timed out\b/i.test(t.error)) return 'timed_out';
+  if (t.error && /\blost\b/i.test(t.error) && t.exitCode === null && t.signal === null) return 'lost';
+  return null;
+}
+
+export function stateCell(t: Row): string {
+  const o = outcomeOf(t);
+  if (t.state === 'failed' && o && o !== 'failed') return `failed (${o})`;
+  return t.state;
+}
+
+export function exitCell(t: Row): string {
+  if (t.endedAt === null) return '-';
+  if (outcomeOf(t) === 'timed_out') return 'timeout';
+  if (t.exitCode !== null) return String(t.exitCode);
+  return t.signal ?? '-';
+}
+
+/** The shortest prefix length >= SHORT_ID at which all `ids` differ. */
+export function shortIdLength(ids: readonly string[]): number {
+  for (let n = SHORT_ID; n < 26; n++) if (new Set(ids.map((id) => id.slice(0, n))).size === new Set(ids).size) return n;
+  return 26;
+}
+
+export function truncate(s: string, n: number): string {
+  return s.length > n ? s.slice(0, Math.max(1, n - 1)) + '…' : s;
+}
+
+export interface TaskTableOptions {
+  now?: number;
+  /** Terminal width to fit; ignored with `wide`. */
+  width?: number;
+  wide?: boolean;
+  colour?: boolean;
+}
+
+const HEADERS = ['ID', 'NAME', 'STATE', 'WORKER', 'EXIT', 'DURATION', 'AGE'] as const;
+
+export function formatTaskTable(tasks: readonly Row[], opts: TaskTableOptions = {}): string {
+  const now = opts.now ?? Date.now();
+  const idLen = opts.wide ? 26 : shortIdLength(tasks.map((t) => t.id));
+  // Made inert first (as formatTable would), so widths and cuts count what the terminal shows.
+  const clean = (s: string) => safeText(s.replace(/[\r\n\t]+/g, ' '));
+  const rows = tasks.map((t) => [t.id.slice(0, idLen), clean(t.name), stateCell(t), clean(t.workerId ?? '-'), exitCell(t), formatMs(t.durationMs), formatAge(t.createdAt, now)]);
+  if (!opts.wide) fit(rows, opts.width ?? DEFAULT_WIDTH);
+  const style = opts.colour ? (r: number, c: number): Style | null => (c === 2 ? stateStyle(tasks[r]!.state) : null) : undefined;
+  return formatTable(HEADERS, rows, style);
+}
+
+/** Cuts NAME (column 1) and WORKER (column 3) until a line fits `width`. */
+function fit(rows: string[][], width: number): void {
+  const colWidth = (i: number) => Math.max(HEADERS[i]!.length, ...rows.map((r) => r[i]!.length));
+  const total = () => HEADERS.reduce((sum, _, i) => sum + colWidth(i), 0) + 2 * (HEADERS.length - 1);
+  const cut = (col: number, min: number) => {
+    const over = total() - width;
+    if (over <= 0) return;
+    const to = Math.max(min, colWidth(col) - over);
+    for (const r of rows) r[col] = truncate(r[col]!, to);
+  };
+  cut(1, Math.max(MIN_NAME, Math.floor(width / 5)));
+  cut(3, MIN_WORKER);
+  cut(1, MIN_NAME);
+}
