@@ -8,7 +8,8 @@
  */
 import type { Command } from 'commander';
 import { DroverClient } from '../client/client.js';
-import { resolveConnection, type Connection } from './credentials.js';
+import { homedir } from 'node:os';
+import { describeUrlSource, resolveConnection, userConfigDir, type Connection } from './credentials.js';
 import { parseHttpUrl } from './parse.js';
 
 export const session: { connection: Connection | null } = { connection: null };
@@ -20,8 +21,8 @@ export interface GlobalOptions {
 
 export function connect(cmd: Command): DroverClient {
   const g = cmd.optsWithGlobals<GlobalOptions>();
-  const conn = resolveConnection({ flags: { url: g.url, token: g.token }, env: process.env, cwd: process.cwd() });
-  const flag = conn.urlSource === 'flag' ? '--url' : conn.urlSource === 'env' ? 'DROVER_URL' : conn.urlSource === 'file' ? `"url" in ${conn.credentialsPath}` : 'url';
+  const conn = resolveConnection({ flags: { url: g.url, token: g.token }, env: process.env, cwd: process.cwd(), userConfigDir: userConfigDir(process.env, process.env.HOME || homedir()) });
+  const flag = conn.urlSource === 'file' || conn.urlSource === 'user' ? `"url" in ${describeUrlSource(conn)}` : conn.urlSource === 'default' ? 'url' : describeUrlSource(conn);
   parseHttpUrl(flag, conn.url);
   session.connection = conn;
   return new DroverClient({ url: conn.url, token: conn.token });

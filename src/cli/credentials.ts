@@ -5,12 +5,15 @@
  *   2. env `DROVER_URL` / `DROVER_TOKEN` (empty counts as unset)
  *   3. the nearest `.drover/credentials.json`, walking up from cwd:
  *      `{"url": "...", "token": "..."}` (written by `drover dev`)
- *   4. url `http://127.0.0.1:7070`, no token
+ *   4. the user's `credentials.json` in `$XDG_CONFIG_HOME/drover/` (default
+ *      `~/.config/drover/`), written by `drover login` (0600, directory 0700)
+ *   5. url `http://127.0.0.1:7070`, no token
  *
- * A token from the credentials file is used only when the resolved url is the
- * file's url (or the file names none): a dev token must never be sent to a
- * server picked by `--url`/`DROVER_URL`. The file is read only when a value is
- * still missing after 1 and 2, so a broken file cannot break explicit settings.
+ * The url is the first one found; a token from a file is used only when the
+ * resolved url is that file's url (or the file names none): a dev token must
+ * never be sent to a server picked by `--url`/`DROVER_URL`. The files are
+ * read only when a value is still missing after 1 and 2, so a broken file
+ * cannot break explicit settings.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
@@ -19,7 +22,8 @@ export const DEFAULT_URL = 'http://127.0.0.1:7070';
 export const CREDENTIALS_DIR = '.drover';
 export const CREDENTIALS_FILE = 'credentials.json';
 
-export type Source = 'flag' | 'env' | 'file' | 'default';
+/** `file`: a project's `.drover/credentials.json`; `user`: the user config's (drover login). */
+export type Source = 'flag' | 'env' | 'file' | 'user' | 'default';
 
 export interface Connection {
   url: string;
@@ -27,14 +31,32 @@ export interface Connection {
   urlSource: Source;
   /** Null when there is no token. */
   tokenSource: Exclude<Source, 'default'> | null;
-  /** The credentials file consulted, if one was found and read. */
+  /** The credentials file the token came from, else the one the url came from, else the nearest one read. */
   credentialsPath: string | null;
+  /** The file the url came from (urlSource file or user), else null. */
+  urlPath: string | null;
+  /** Whether any credentials exist at all: a flag, env, or a credentials file found. */
+  anyCredentials: boolean;
 }
 
 export interface ResolveInput {
   flags: { url?: string | undefined; token?: string | undefined };
   env: Record<string, string | undefined>;
   cwd: string;
+  /** The user config directory (userConfigDir()); null or absent: none is consulted. */
+  userConfigDir?: string | null;
+}
+
+/** `$XDG_CONFIG_HOME/drover`, else `<home>/.config/drover`; null without either. */
+export function userConfigDir(env: Record<string, string | undefined>, home: string | null = env.HOME ?? null): string | null {
+  const xdg = env.XDG_CONFIG_HOME;
+  if (xdg && xdg.startsWith('/')) return join(xdg, 'drover');
+  return home ? join(home, '.config', 'drover') : null;
+}
+
+/** The user's credentials file (drover login), whether or not it exists. */
+export function userCredentialsPath(dir: string): string {
+  return join(dir, CREDENTIALS_FILE);
 }
 
 export interface CredentialsFile {
@@ -81,24 +103,55 @@ export function resolveConnection(input: ResolveInput): Connection {
   let token: string | undefined = flagToken ?? envToken;
   let tokenSource: Connection['tokenSource'] = flagToken ? 'flag' : envToken ? 'env' : null;
   let credentialsPath: string | null = null;
+  let urlPath: string | null = null;
+  let anyFile = false;
 
   if (url === undefined || token === undefined) {
-    const path = findCredentialsFile(input.cwd);
-    if (path) {
-      const file = readCredentialsFile(path);
-      credentialsPath = path;
-      if (url === undefined && file.url) {
-        url = file.url;
-        urlSource = 'file';
-      }
-      const resolvedUrl = url ?? DEFAULT_URL;
-      if (token === undefined && file.token && (!file.url || sameServer(file.url, resolvedUrl))) {
-        token = file.token;
-        tokenSource = 'file';
+    const files: Array<{ path: string; source: 'file' | 'user' }> = [];
+    const project = findCredentialsFile(input.cwd);
+    if (project) files.push({ path: project, source: 'file' });
+    if (input.userConfigDir) {
+      const user = userCredentialsPath(input.userConfigDir);
+      if (user !== project && existsSync(user)) files.push({ path: user, source: 'user' });
+    }
+    const read = files.map((f) => ({ ...f, data: readCredentialsFile(f.path) }));
+    anyFile = read.length > 0;
+    if (url === undefined) {
+      const withUrl = read.find((f) => f.data.url);
+      if (withUrl) {
+        url = withUrl.data.url;
+        urlSource = withUrl.source;
+        urlPath = withUrl.path;
       }
     }
+    const resolvedUrl = url ?? DEFAULT_URL;
+    if (token === undefined) {
+      const withToken = read.find((f) => f.data.token && (!f.data.url || sameServer(f.data.url, resolvedUrl)));
+      if (withToken) {
+        token = withToken.data.token;
+        tokenSource = withToken.source;
+        credentialsPath = withToken.path;
+      }
+    }
+    credentialsPath ??= urlPath ?? read[0]?.path ?? null;
   }
-  return { url: (url ?? DEFAULT_URL).replace(/\/+$/, ''), token: token ?? null, urlSource, tokenSource, credentialsPath };
+  const anyCredentials = anyFile || urlSource !== 'default' || tokenSource !== null;
+  return { url: (url ?? DEFAULT_URL).replace(/\/+$/, ''), token: token ?? null, urlSource, tokenSource, credentialsPath, urlPath, anyCredentials };
+}
+
+/** Where the url came from, for a connection error: `--url`, `DROVER_URL`, a file, or the default. */
+export function describeUrlSource(c: Connection): string {
+  switch (c.urlSource) {
+    case 'flag':
+      return '--url';
+    case 'env':
+      return 'DROVER_URL';
+    case 'file':
+    case 'user':
+      return c.urlPath ?? 'a credentials file';
+    default:
+      return 'the default: no --url, DROVER_URL or credentials file';
+  }
 }
 
 /** Same scheme, host, port and path (ignoring a trailing slash). */
@@ -122,6 +175,7 @@ export function describeTokenSource(c: Connection): string {
     case 'env':
       return 'DROVER_TOKEN';
     case 'file':
+    case 'user':
       return c.credentialsPath ?? 'the credentials file';
     default:
       return 'nowhere';

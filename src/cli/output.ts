@@ -11,11 +11,14 @@
  * task's own output: see stripControls (terminal) and raw bytes (pipe).
  */
 import { ApiError, ConnectionError } from '../client/errors.js';
-import { describeTokenSource, type Connection } from './credentials.js';
+import { describeTokenSource, describeUrlSource, type Connection } from './credentials.js';
 import { paint, type Style } from './colour.js';
 import { EXIT_FAILURE, EXIT_USAGE, UsageError } from './usage-error.js';
 
-export const NOT_AUTHENTICATED = 'not authenticated: set DROVER_TOKEN or run drover dev in this directory';
+/** How to get credentials, for the messages that say none were found. */
+export const HOW_TO_CONNECT = 'run `drover login URL` (stores a token for any directory), start a local server with `drover dev`, or set DROVER_URL and DROVER_TOKEN';
+
+export const NOT_AUTHENTICATED = `not authenticated: no token found (--token, DROVER_TOKEN, .drover/credentials.json, ~/.config/drover/credentials.json): ${HOW_TO_CONNECT}`;
 
 /**
  * C0 controls (newline and tab included), DEL, C1 controls (U+0080-U+009F,
@@ -125,7 +128,11 @@ export function printJson(value: unknown): void {
  */
 export function describeError(err: unknown, conn: Connection | null = null): { message: string; exitCode: number } {
   if (err instanceof UsageError) return { message: err.message, exitCode: EXIT_USAGE };
-  if (err instanceof ConnectionError) return { message: err.message, exitCode: EXIT_FAILURE };
+  if (err instanceof ConnectionError) {
+    if (!conn) return { message: err.message, exitCode: EXIT_FAILURE };
+    const hint = conn.anyCredentials ? '' : `; no credentials found: ${HOW_TO_CONNECT}`;
+    return { message: `cannot reach Drover at ${err.url} (url from ${describeUrlSource(conn)}): ${err.detail}${hint}`, exitCode: EXIT_FAILURE };
+  }
   if (err instanceof ApiError) {
     switch (err.status) {
       case 400:

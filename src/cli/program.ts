@@ -10,6 +10,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
+import { colourFlags } from './colour.js';
 import { EXIT_USAGE, UsageError } from './usage-error.js';
 
 /**
@@ -34,10 +35,20 @@ const MODULES: readonly { names: readonly string[]; load: () => Promise<Command[
   { names: ['server'], load: async () => [(await import('./commands/server.js')).serverCommand()] },
   { names: ['worker'], load: async () => [(await import('./commands/worker.js')).workerCommand()] },
   { names: ['dev'], load: async () => [(await import('./commands/dev.js')).devCommand()] },
+  {
+    names: ['login', 'logout'],
+    load: async () => {
+      const m = await import('./commands/login.js');
+      return [m.loginCommand(), m.logoutCommand()];
+    },
+  },
+  { names: ['completion'], load: async () => [(await import('./commands/completion.js')).completionCommand()] },
 ];
 
 /** The root options that take a value (commander takes the next argument as it, whatever it looks like). */
 const ROOT_VALUE_OPTIONS = new Set(['--url', '--token']);
+/** The root options without a value. */
+const ROOT_FLAGS = new Set(['--no-color']);
 
 /**
  * Which command modules a run with these arguments needs, read the way
@@ -57,6 +68,7 @@ export function commandsToLoad(argv: readonly string[]): 'none' | 'all' | readon
       continue;
     }
     if ([...ROOT_VALUE_OPTIONS].some((o) => a.startsWith(`${o}=`))) continue;
+    if (ROOT_FLAGS.has(a)) continue;
     if (a.startsWith('-')) return 'all';
     const name = a === 'help' ? argv[i + 1] : a;
     const mod = MODULES.find((m) => name !== undefined && m.names.includes(name));
@@ -80,8 +92,12 @@ export async function buildProgram(argv?: readonly string[]): Promise<Command> {
   const program = new Command('drover')
     .description('Drover: a self-hosted task scheduler. Run commands and scripts on a fleet of worker agents, with retries and live logs.')
     .version(version(), '-V, --version')
-    .option('--url <url>', 'Drover server (default: env DROVER_URL, .drover/credentials.json, http://127.0.0.1:7070)')
-    .option('--token <token>', 'API token (default: env DROVER_TOKEN, .drover/credentials.json)');
+    .option('--url <url>', 'Drover server (default: env DROVER_URL, .drover/credentials.json, then what drover login stored, else http://127.0.0.1:7070)')
+    .option('--token <token>', 'API token (default: env DROVER_TOKEN, .drover/credentials.json, then what drover login stored)')
+    .option('--no-color', 'no colour (also: env NO_COLOR set to anything, or output that is not a terminal)')
+    .hook('preAction', (root) => {
+      colourFlags.noColor = root.opts<{ color?: boolean }>().color === false;
+    });
   if (load !== 'none') {
     const wanted = MODULES.filter((m) => load === 'all' || m.names === load);
     for (const cmds of await Promise.all(wanted.map((m) => m.load()))) for (const c of cmds) program.addCommand(c);

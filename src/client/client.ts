@@ -85,6 +85,16 @@ export interface DroverClientOptions {
 
 type Method = 'GET' | 'POST' | 'DELETE';
 
+/** The answer of GET /v1/me. */
+export interface Me {
+  user: string;
+  role: 'admin' | 'user';
+  via: 'cookie' | 'bearer';
+  expiresAt: string | null;
+  /** The id of the token that authenticated the call (as `drover token ls` shows it); absent from older servers. */
+  tokenId?: string;
+}
+
 export class DroverClient {
   readonly url: string;
   private readonly token: string | null;
@@ -246,6 +256,13 @@ export class DroverClient {
   /** No new work for the worker; its running attempts finish within its drain timeout, the rest run elsewhere. */
   async drainWorker(id: string): Promise<{ workerId: string; draining: boolean }> {
     return this.json<{ workerId: string; draining: boolean }>('POST', `/v1/workers/${enc(id)}/drain`);
+  }
+
+  // --- who is calling
+
+  /** GET /v1/me: the caller's user and role (and `tokenId`, the token in use, from servers that send it). */
+  async me(): Promise<Me> {
+    return this.json<Me>('GET', '/v1/me');
   }
 
   // --- health (no token needed)

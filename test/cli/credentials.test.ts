@@ -4,7 +4,7 @@ import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { DEFAULT_URL, findCredentialsFile, resolveConnection } from '../../src/cli/credentials.js';
+import { DEFAULT_URL, findCredentialsFile, resolveConnection, userConfigDir } from '../../src/cli/credentials.js';
 
 describe('resolveConnection', () => {
   let root: string;
@@ -25,13 +25,13 @@ describe('resolveConnection', () => {
 
   it('falls back to the default url and no token', () => {
     const c = resolveConnection({ flags: {}, env: {}, cwd: root });
-    assert.deepEqual(c, { url: DEFAULT_URL, token: null, urlSource: 'default', tokenSource: null, credentialsPath: null });
+    assert.deepEqual(c, { url: DEFAULT_URL, token: null, urlSource: 'default', tokenSource: null, credentialsPath: null, urlPath: null, anyCredentials: false });
   });
 
   it('finds the nearest credentials file walking up from cwd', () => {
     assert.equal(findCredentialsFile(deep), creds);
     const c = resolveConnection({ flags: {}, env: {}, cwd: deep });
-    assert.deepEqual(c, { url: 'http://127.0.0.1:7171', token: 'file-token', urlSource: 'file', tokenSource: 'file', credentialsPath: creds });
+    assert.deepEqual(c, { url: 'http://127.0.0.1:7171', token: 'file-token', urlSource: 'file', tokenSource: 'file', credentialsPath: creds, urlPath: creds, anyCredentials: true });
   });
 
   it('env beats the file, flags beat env', () => {
@@ -75,5 +75,22 @@ describe('resolveConnection', () => {
     const c = resolveConnection({ flags: { url: 'http://x:1' }, env: { DROVER_TOKEN: 't' }, cwd: broken });
     assert.equal(c.credentialsPath, null);
     assert.throws(() => resolveConnection({ flags: {}, env: {}, cwd: broken }), /cannot read .*credentials\.json/);
+  });
+
+  it('the user config (drover login) comes after the nearest .drover file, and its token only goes to its url', () => {
+    const cfg = join(root, 'xdg', 'drover');
+    mkdirSync(cfg, { recursive: true });
+    writeFileSync(join(cfg, 'credentials.json'), JSON.stringify({ url: 'http://login:1', token: 'user-token' }));
+    assert.equal(userConfigDir({ XDG_CONFIG_HOME: join(root, 'xdg') }), cfg);
+    assert.equal(userConfigDir({ HOME: '/home/u' }), '/home/u/.config/drover');
+    assert.equal(userConfigDir({}), null);
+    const outside = resolveConnection({ flags: {}, env: {}, cwd: root, userConfigDir: cfg });
+    assert.deepEqual([outside.url, outside.token, outside.urlSource, outside.tokenSource, outside.credentialsPath], ['http://login:1', 'user-token', 'user', 'user', join(cfg, 'credentials.json')]);
+    const inProject = resolveConnection({ flags: {}, env: {}, cwd: deep, userConfigDir: cfg });
+    assert.deepEqual([inProject.url, inProject.token, inProject.urlSource], ['http://127.0.0.1:7171', 'file-token', 'file']);
+    const otherUrl = resolveConnection({ flags: {}, env: { DROVER_URL: 'http://elsewhere:2' }, cwd: root, userConfigDir: cfg });
+    assert.equal(otherUrl.token, null, 'a stored token never goes to another server');
+    const env = resolveConnection({ flags: {}, env: { DROVER_TOKEN: 'env-token' }, cwd: root, userConfigDir: cfg });
+    assert.deepEqual([env.url, env.token, env.tokenSource], ['http://login:1', 'env-token', 'env']);
   });
 });

@@ -45,10 +45,20 @@ describe('describeError', () => {
   it('words a 401 by whether a token was sent', () => {
     const e401 = new ApiError(401, { code: 'unauthorized', message: 'invalid or revoked token' });
     assert.equal(describeError(e401, null).message, NOT_AUTHENTICATED);
-    const noToken = { url: 'http://h', token: null, urlSource: 'default', tokenSource: null, credentialsPath: null } as const;
+    const noToken = { url: 'http://h', token: null, urlSource: 'default', tokenSource: null, credentialsPath: null, urlPath: null, anyCredentials: false } as const;
     assert.equal(describeError(e401, noToken).message, NOT_AUTHENTICATED);
     const env = { ...noToken, token: 't', tokenSource: 'env' } as const;
     assert.equal(describeError(e401, env).message, 'not authenticated: http://h rejected the token from DROVER_TOKEN (invalid or revoked token)');
+    assert.match(NOT_AUTHENTICATED, /drover login URL.*drover dev.*DROVER_URL and DROVER_TOKEN/);
+  });
+  it('a connection error names where the url came from, and how to connect when nothing was configured', () => {
+    const err = new ConnectionError('http://127.0.0.1:7070', 'ECONNREFUSED');
+    const none = { url: 'http://127.0.0.1:7070', token: null, urlSource: 'default', tokenSource: null, credentialsPath: null, urlPath: null, anyCredentials: false } as const;
+    assert.match(describeError(err, none).message, /^cannot reach Drover at http:\/\/127\.0\.0\.1:7070 \(url from the default: .*\): ECONNREFUSED; no credentials found: run `drover login URL`/);
+    const env = { ...none, urlSource: 'env', anyCredentials: true } as const;
+    assert.equal(describeError(err, env).message, 'cannot reach Drover at http://127.0.0.1:7070 (url from DROVER_URL): ECONNREFUSED');
+    const file = { ...none, urlSource: 'user', urlPath: '/home/u/.config/drover/credentials.json', anyCredentials: true } as const;
+    assert.match(describeError(err, file).message, /\(url from \/home\/u\/\.config\/drover\/credentials\.json\)/);
   });
 });
 

@@ -7,7 +7,8 @@
  */
 import { Command } from 'commander';
 import type { Role } from '../../client/types.js';
-import { connect } from '../context.js';
+import { connect, session } from '../context.js';
+import { tokenInUseId } from '../token-in-use.js';
 import { formatTable, formatTime, printJson, safeText } from '../output.js';
 import { UsageError } from '../usage-error.js';
 
@@ -73,10 +74,18 @@ export function tokenCommand(): Command {
     .command('revoke')
     .description('revoke a token; requests with it fail from now on')
     .argument('<id>', 'token id (from drover token ls)')
+    .option('--force', 'revoke it even if it is the token this CLI is using (every later command with it is rejected)')
     .option('--json', 'print the revoked token as JSON')
-    .action(async (rawId: string, flags: { json?: boolean }, cmd: Command) => {
+    .action(async (rawId: string, flags: { json?: boolean; force?: boolean }, cmd: Command) => {
       const id = parseTokenId(rawId);
-      const t = await connect(cmd).revokeToken(id);
+      const client = connect(cmd);
+      if (!flags.force && id === (await tokenInUseId(client, session.connection?.token ?? null))) {
+        throw new UsageError(
+          `refusing to revoke ${id}: it is the token this CLI is using, so every later command with it would be rejected; ` +
+            'create another admin token first (drover token create --name NAME --role admin) or pass --force',
+        );
+      }
+      const t = await client.revokeToken(id);
       if (flags.json) return printJson(t);
       process.stdout.write(`revoked ${safeText(t.id)} (${safeText(t.name)})\n`);
     });
