@@ -13,6 +13,7 @@
  *   process   2,000 × /bin/true vs xargs -P 8 and a Node spawn loop
  *   memory    server after 100,000 tasks, agent with 10 slots busy
  *   scale-out the drain with 1, 2, 3 servers on one PostgreSQL
+ *   startup   `drover --version`, `ls`, `show ID` vs `node -e 0` (medians of interleaved runs)
  *   recovery  (not default: ~20 s of waiting for a lease) bench/recovery.ts
  *   dashboard (not default: fills 1,000,000 tasks, many minutes) bench/dashboard.ts
  * Default: every section but recovery and dashboard (about 10-15 minutes).
@@ -42,6 +43,7 @@ import { latency } from './sections/latency.js';
 import { memory } from './sections/memory.js';
 import { processStarts } from './sections/process-starts.js';
 import { scaleOut } from './sections/scale-out.js';
+import { startup } from './sections/startup.js';
 import { submit } from './sections/submit.js';
 
 const legacy = (load: () => Promise<(rows: LegacyRow[]) => Promise<unknown>>): Section => async ({ report }) => {
@@ -57,10 +59,11 @@ const SECTIONS: Record<string, Section> = {
   process: processStarts,
   memory,
   'scale-out': scaleOut,
+  startup,
   recovery: legacy(async () => async (rows) => rows.push(...(await (await import('./recovery.js')).recovery()))),
   dashboard: legacy(async () => (await import('./dashboard.js')).dashboard),
 };
-const DEFAULT = ['drain', 'submit', 'latency', 'process', 'memory', 'scale-out'];
+const DEFAULT = ['drain', 'submit', 'latency', 'process', 'memory', 'scale-out', 'startup'];
 
 function parseArgs(argv: string[]): { quick: boolean; sections: string[] } {
   let quick = false;

@@ -4,7 +4,6 @@
  * rejected before any request is made.
  */
 import { parseDuration } from '../core/duration.js';
-import { isTaskId } from '../core/ids.js';
 import { isTaskState, TASK_STATES, type TaskState } from '../core/task-state.js';
 import { UsageError } from './usage-error.js';
 
@@ -65,8 +64,16 @@ export function parseDurationFlag(flag: string, raw: string, maxMs = Number.MAX_
   return ms;
 }
 
+/**
+ * A full task id (26 characters of Crockford base32, upper case). Inlined
+ * rather than core/ids.js isTaskId: that module loads ulid and node:crypto,
+ * which no read-only command needs at start-up. Commands resolve ids with
+ * resolve-task-id.ts (prefixes, any case).
+ */
+const TASK_ID = /^[0-9A-HJKMNP-TV-Z]{26}$/;
+
 export function parseTaskId(raw: string): string {
-  if (!isTaskId(raw)) throw new UsageError(`invalid task id "${raw}": expected a 26-character ULID`);
+  if (!TASK_ID.test(raw)) throw new UsageError(`invalid task id "${raw}": expected a 26-character ULID`);
   return raw;
 }
 

@@ -19,8 +19,8 @@ import { UsageError } from './usage-error.js';
 export const MIN_PREFIX = 6;
 export const MAX_LISTED = 10;
 
-/** Crockford base32 as ids use it (no I, L, O, U); a ULID's first character is 0-7. */
-const FULL_ID = /^[0-7][0-9A-HJKMNP-TV-Z]{25}$/;
+/** Crockford base32 as ids use it (no I, L, O, U): the server's TASK_ID_PATTERN (core/ids.ts). */
+const FULL_ID = /^[0-9A-HJKMNP-TV-Z]{26}$/;
 const PREFIX = /^[0-9A-HJKMNP-TV-Z]{1,26}$/;
 
 /** A prefix matched more than one task: the user must type more of it. */

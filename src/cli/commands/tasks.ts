@@ -6,13 +6,11 @@ import { Command } from 'commander';
 import type { ListTasksQuery, TaskDetail, TaskSummary } from '../../client/types.js';
 export { formatTaskTable } from '../task-table.js';
 import { connect } from '../context.js';
-import { streamLogs, terminalFilter } from '../follow-logs.js';
 import { paint, stateStyle, stdoutColour } from '../colour.js';
 import { formatAge, formatExit, formatLabels, formatMs, formatTable, formatTime, printJson, safeText } from '../output.js';
 import { parseIntFlag, parseTaskState } from '../parse.js';
 import { resolveTaskId } from '../resolve-task-id.js';
 import { DEFAULT_WIDTH, formatTaskTable } from '../task-table.js';
-import { waitOutcome } from '../task-exit.js';
 import { UsageError } from '../usage-error.js';
 
 interface LsFlags {
@@ -187,6 +185,8 @@ export function logsCommand(): Command {
       const attempt = flags.attempt !== undefined ? parseIntFlag('--attempt', flags.attempt, 1, 1_000_000) : undefined;
       const client = connect(cmd);
       const id = await resolveTaskId(client, rawId);
+      // Loaded here: ls and show do not need them at start-up.
+      const [{ streamLogs, terminalFilter }, { waitOutcome }] = await Promise.all([import('../follow-logs.js'), import('../task-exit.js')]);
       // To a terminal, without the escape sequences and controls of the task's output; piped, byte for byte.
       const filter = terminalFilter(process.stdout);
       const final = await streamLogs(client, id, { follow: !!flags.follow, out: process.stdout, ...(filter ? { filter } : {}), ...(attempt !== undefined ? { attempt } : {}) });
