@@ -9,15 +9,19 @@
  * - It fits `width` columns (80 unless the terminal or $COLUMNS says
  *   otherwise): the ID column shows the shortest prefix, at least
  *   SHORT_ID characters, that tells the listed tasks apart (any such
- *   prefix works as an id: resolve-task-id.ts), then NAME and WORKER are cut
- *   with an ellipsis. `wide` shows full ids and cuts nothing; `--json` always
- *   has the full ids.
+ *   prefix works as an id: resolve-task-id.ts), up to MAX_SHORT_ID; ids
+ *   that still share their first SHORT_ID characters (tasks of one batch,
+ *   made in the same millisecond, differ only at the end) show those
+ *   characters and `…` (typed, that prefix lists the matches). Then NAME and
+ *   WORKER are cut with an ellipsis. `wide` shows full ids and cuts nothing;
+ *   `--json` always has the full ids.
  */
 import type { TaskSummary } from '../client/types.js';
 import { stateStyle, type Style } from './colour.js';
 import { formatAge, formatMs, formatTable, safeText } from './output.js';
 
 export const SHORT_ID = 12;
+export const MAX_SHORT_ID = 16;
 export const DEFAULT_WIDTH = 80;
 const MIN_NAME = 8;
 const MIN_WORKER = 6;
@@ -74,10 +78,17 @@ const HEADERS = ['ID', 'NAME', 'STATE', 'WORKER', 'EXIT', 'DURATION', 'AGE'] as 
 
 export function formatTaskTable(tasks: readonly Row[], opts: TaskTableOptions = {}): string {
   const now = opts.now ?? Date.now();
-  const idLen = opts.wide ? 26 : shortIdLength(tasks.map((t) => t.id));
+  const ids = tasks.map((t) => t.id);
+  const unique = shortIdLength(ids);
+  const shown = (id: string): string => {
+    if (opts.wide) return id;
+    if (unique <= MAX_SHORT_ID) return id.slice(0, unique);
+    const p = id.slice(0, SHORT_ID);
+    return ids.some((o) => o !== id && o.startsWith(p)) ? `${p}…` : p;
+  };
   // Made inert first (as formatTable would), so widths and cuts count what the terminal shows.
   const clean = (s: string) => safeText(s.replace(/[\r\n\t]+/g, ' '));
-  const rows = tasks.map((t) => [t.id.slice(0, idLen), clean(t.name), stateCell(t), clean(t.workerId ?? '-'), exitCell(t), formatMs(t.durationMs), formatAge(t.createdAt, now)]);
+  const rows = tasks.map((t) => [shown(t.id), clean(t.name), stateCell(t), clean(t.workerId ?? '-'), exitCell(t), formatMs(t.durationMs), formatAge(t.createdAt, now)]);
   if (!opts.wide) fit(rows, opts.width ?? DEFAULT_WIDTH);
   const style = opts.colour ? (r: number, c: number): Style | null => (c === 2 ? stateStyle(tasks[r]!.state) : null) : undefined;
   return formatTable(HEADERS, rows, style);
