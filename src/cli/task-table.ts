@@ -7,7 +7,8 @@
  * - EXIT is the exit code, else the signal, except that a timed-out attempt
  *   says `timeout` (its SIGTERM came from Drover, not from the task).
  * - It fits `width` columns (80 unless the terminal or $COLUMNS says
- *   otherwise): the ID column shows the shortest prefix, at least
+ *   otherwise): full ids when the table fits with them (NAME and WORKER
+ *   cut to at least MIN_NAME/MIN_WORKER); otherwise the ID column shows the shortest prefix, at least
  *   SHORT_ID characters, that tells the listed tasks apart (any such
  *   prefix works as an id: resolve-task-id.ts), up to MAX_SHORT_ID; ids
  *   that still share their first SHORT_ID characters (tasks of one batch,
@@ -77,19 +78,27 @@ export interface TaskTableOptions {
 const HEADERS = ['ID', 'NAME', 'STATE', 'WORKER', 'EXIT', 'DURATION', 'AGE'] as const;
 
 export function formatTaskTable(tasks: readonly Row[], opts: TaskTableOptions = {}): string {
-  const now = opts.now ?? Date.now();
+  const width = opts.width ?? DEFAULT_WIDTH;
+  if (opts.wide) return render(tasks, opts, (id) => id, null);
+  const full = render(tasks, opts, (id) => id, width);
+  if (full.split('\n').every((l) => l.length <= width)) return full;
   const ids = tasks.map((t) => t.id);
   const unique = shortIdLength(ids);
-  const shown = (id: string): string => {
-    if (opts.wide) return id;
+  const short = (id: string): string => {
     if (unique <= MAX_SHORT_ID) return id.slice(0, unique);
     const p = id.slice(0, SHORT_ID);
     return ids.some((o) => o !== id && o.startsWith(p)) ? `${p}…` : p;
   };
+  return render(tasks, opts, short, width);
+}
+
+/** The table with ids shown by `showId`, fitted to `width` (null: nothing cut). */
+function render(tasks: readonly Row[], opts: TaskTableOptions, showId: (id: string) => string, width: number | null): string {
+  const now = opts.now ?? Date.now();
   // Made inert first (as formatTable would), so widths and cuts count what the terminal shows.
   const clean = (s: string) => safeText(s.replace(/[\r\n\t]+/g, ' '));
-  const rows = tasks.map((t) => [shown(t.id), clean(t.name), stateCell(t), clean(t.workerId ?? '-'), exitCell(t), formatMs(t.durationMs), formatAge(t.createdAt, now)]);
-  if (!opts.wide) fit(rows, opts.width ?? DEFAULT_WIDTH);
+  const rows = tasks.map((t) => [showId(t.id), clean(t.name), stateCell(t), clean(t.workerId ?? '-'), exitCell(t), formatMs(t.durationMs), formatAge(t.createdAt, now)]);
+  if (width !== null) fit(rows, width);
   const style = opts.colour ? (r: number, c: number): Style | null => (c === 2 ? stateStyle(tasks[r]!.state) : null) : undefined;
   return formatTable(HEADERS, rows, style);
 }

@@ -4,6 +4,7 @@
  * streaming (including resuming a followed log after the stream drops).
  */
 import assert from 'node:assert/strict';
+import { NOT_AUTHENTICATED } from '../../src/cli/output.js';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -127,7 +128,8 @@ describe('CLI against a fake API', () => {
     await serve((_req, res) => apiError(res, 401, 'unauthorized', 'missing bearer token'));
     const r = await runCli(['ls'], { env: { DROVER_URL: api!.url }, cwd });
     assert.equal(r.code, 1);
-    assert.equal(r.stderr, 'drover: not authenticated: set DROVER_TOKEN or run drover dev in this directory\n');
+    assert.equal(r.stderr, `drover: ${NOT_AUTHENTICATED}\n`);
+    assert.match(r.stderr, /drover login URL.*drover dev.*DROVER_URL and DROVER_TOKEN/);
     assert.equal(api!.requests[0]!.headers.authorization, undefined);
   });
 
@@ -182,7 +184,10 @@ describe('CLI against a fake API', () => {
     const lines = one.stdout.trimEnd().split('\n');
     assert.match(lines[0]!, /^ID\s+NAME\s+STATE\s+WORKER\s+EXIT\s+DURATION\s+AGE$/);
     // The ids differ only at the end: the short form grows until they are told apart.
+    // Full ids: the table fits 80 columns with them.
     assert.match(lines[1]!, /^01JF0000000000000000000003\s+sh\s+failed\s+w1\s+3\s+5ms\s+\d+s$/);
+    const wide = await runCli(['ls', '--wide', '--limit', '2'], { env: env(), cwd });
+    assert.match(wide.stdout.split('\n')[1]!, /^01JF0000000000000000000003\s/);
     assert.equal(lines.length, 3);
     assert.equal(api!.requests[0]!.query.get('state'), 'failed');
     assert.equal(api!.requests[0]!.query.get('limit'), '2');
@@ -314,7 +319,8 @@ describe('CLI against a fake API', () => {
     });
     const rv = await runCli(['token', 'revoke', 'abcdef0123456789'], { env: env(), cwd });
     assert.equal(rv.stdout, 'revoked abcdef0123456789 (ci)\n');
-    assert.equal(api!.requests[0]!.path, '/v1/tokens/abcdef0123456789');
+    // GET /v1/me first (is it the token in use? not this one), then the DELETE.
+    assert.deepEqual(api!.requests.map((q) => `${q.method} ${q.path}`), ['GET /v1/me', 'DELETE /v1/tokens/abcdef0123456789']);
     const w = await runCli(['workers'], { env: env(), cwd });
     // Slots used/total counts everyone's attempts; RUNNING the ones this caller may see.
     assert.match(w.stdout, /^w1\s+box\s+lost\s+3\/4\s+2\s+gpu=1\s/m);

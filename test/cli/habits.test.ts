@@ -24,18 +24,23 @@ describe('ls table', () => {
     assert.deepEqual([stateCell(killed), exitCell(killed)], ['failed', 'SIGKILL']);
     assert.equal(stateCell(makeSummary({ state: 'cancelled' }) as never), 'cancelled');
   });
+  it('shows full ids when they fit', () => {
+    const t = formatTaskTable([makeSummary({ id: '01JF0000000000000000000001' })] as never[], { now });
+    assert.match(t, /^01JF0000000000000000000001  sh/m);
+  });
   it('fits 80 columns by cutting name and worker; --wide cuts nothing', () => {
     const rows = [makeSummary({ ...ended, id: '01JF00000000000000000000AB', name: 'n'.repeat(70), workerId: 'worker-with-a-long-name', state: 'failed', exitCode: 3 })] as never[];
     const t = formatTaskTable(rows, { now, width: 80 });
     for (const l of t.trimEnd().split('\n')) assert.ok(l.length <= 80, l);
-    assert.match(t, /^01JF00000000  n+…/m);
+    assert.match(t, /^01JF00000000000000000000AB  n+…/m);
     const wide = formatTaskTable(rows, { now, wide: true });
     assert.ok(wide.includes('01JF00000000000000000000AB') && wide.includes('n'.repeat(70)));
   });
   it('short ids grow until the listed ids differ, then mark the ones a 12-character prefix cannot tell apart', () => {
     assert.equal(shortIdLength(['01JF0000000000000000000001', '01JF1000000000000000000001']), 12);
     assert.equal(shortIdLength(['01JF0000000000A00000000001', '01JF0000000000B00000000001']), 15);
-    const t = formatTaskTable([makeSummary({ id: '01JF0000000000000000000001' }), makeSummary({ id: '01JF0000000000000000000002' }), makeSummary({ id: '01JF9000000000000000000002' })] as never[], { now });
+    const long = { name: 'n'.repeat(40), workerId: 'w'.repeat(20), state: 'failed', error: 'timed out after 1 ms', ...{ startedAt: ended.startedAt, endedAt: ended.endedAt } };
+    const t = formatTaskTable([makeSummary({ ...long, id: '01JF0000000000000000000001' }), makeSummary({ ...long, id: '01JF0000000000000000000002' }), makeSummary({ ...long, id: '01JF9000000000000000000002' })] as never[], { now });
     assert.match(t, /^01JF00000000… /m);
     assert.match(t, /^01JF90000000 /m);
   });
