@@ -91,8 +91,8 @@ export interface Me {
   role: 'admin' | 'user';
   via: 'cookie' | 'bearer';
   expiresAt: string | null;
-  /** The id of the token that authenticated the call (as `drover token ls` shows it); absent from older servers. */
-  tokenId?: string;
+  /** The id of the token that authenticated the call (as `drover token ls` shows it). */
+  tokenId: string;
 }
 
 export class DroverClient {
@@ -260,7 +260,7 @@ export class DroverClient {
 
   // --- who is calling
 
-  /** GET /v1/me: the caller's user and role (and `tokenId`, the token in use, from servers that send it). */
+  /** GET /v1/me: the caller's user and role, and `tokenId`, the token in use. */
   async me(): Promise<Me> {
     return this.json<Me>('GET', '/v1/me');
   }

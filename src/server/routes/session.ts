@@ -44,6 +44,8 @@ const Me = Type.Object({
   user: Type.String(),
   role: Role,
   via: Type.Union([Type.Literal('cookie'), Type.Literal('bearer')]),
+  /** The id of the token behind this call (a session's: the token it was opened with), as `GET /v1/tokens` lists it. */
+  tokenId: Type.String(),
   expiresAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
 });
 const LoginCodeJson = Type.Object({ code: Type.String(), path: Type.String(), expiresAt: Type.String({ format: 'date-time' }) });
@@ -140,7 +142,7 @@ export function sessionRoutes(app: FastifyInstance, ctx: AppContext): void {
     async (req, reply) => {
       const p = principalOf(req);
       noStore(reply);
-      return { user: p.user, role: p.role, via: p.via, expiresAt: p.sessionExpiresAt !== undefined ? new Date(p.sessionExpiresAt).toISOString() : null };
+      return { user: p.user, role: p.role, via: p.via, tokenId: p.tokenId, expiresAt: p.sessionExpiresAt !== undefined ? new Date(p.sessionExpiresAt).toISOString() : null };
     },
   );
 
