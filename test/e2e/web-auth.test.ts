@@ -69,7 +69,7 @@ describe('e2e: dashboard sign-in', () => {
     // The cookie alone authenticates; /v1/me says how.
     const me = await req('GET', '/v1/me', { cookie });
     assert.equal(me.status, 200, me.text);
-    assert.deepEqual(me.body, { user: 'web-user', role: 'user', via: 'cookie', expiresAt: r.body.expiresAt });
+    assert.deepEqual(me.body, { user: 'web-user', role: 'user', via: 'cookie', tokenId: user.id, expiresAt: r.body.expiresAt });
     const list = await req('GET', '/v1/tasks', { cookie });
     assert.equal(list.status, 200, list.text);
     // Among other cookies, in any position.
@@ -86,7 +86,7 @@ describe('e2e: dashboard sign-in', () => {
     assert.equal(r.status, 200, r.text);
     assert.ok(!setCookieLines(r.headers['set-cookie'])[0]!.includes('Secure'));
     const me = await req('GET', '/v1/me', { token: user.secret });
-    assert.deepEqual(me.body, { user: 'web-user', role: 'user', via: 'bearer', expiresAt: null });
+    assert.deepEqual(me.body, { user: 'web-user', role: 'user', via: 'bearer', tokenId: user.id, expiresAt: null });
   });
 
   it('an admin token signs in as admin and reaches admin routes with the cookie', async () => {
