@@ -24,6 +24,7 @@ export interface TaskRow {
   interpreter: string;
   env: string;
   timeout_ms: number | null;
+  cwd: string | null;
   max_retries: number;
   retry_base_delay_ms: number;
   retry_factor: number;
@@ -164,6 +165,7 @@ export function taskSpecParams(spec: TaskSpec) {
     interpreter: JSON.stringify(spec.interpreter),
     env: JSON.stringify(spec.env),
     timeout_ms: spec.timeoutMs,
+    cwd: spec.cwd,
     max_retries: spec.retry.maxRetries,
     retry_base_delay_ms: spec.retry.baseDelayMs,
     retry_factor: spec.retry.factor,
@@ -187,6 +189,7 @@ export function taskFromRow(r: TaskRow): Task {
     interpreter: JSON.parse(r.interpreter) as string[],
     env: JSON.parse(r.env) as Record<string, string>,
     timeoutMs: r.timeout_ms,
+    cwd: r.cwd ?? null,
     retry: {
       maxRetries: r.max_retries,
       baseDelayMs: r.retry_base_delay_ms,
