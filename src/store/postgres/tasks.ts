@@ -19,6 +19,35 @@ import { postgresCreateTasks } from './create-tasks.js';
 import { postgresTaskListQuery } from './task-views.js';
 import { pageOf } from '../task-list.js';
 
+/**
+ * The due queries (promoteDue, nextDueAt): retrying tasks through tasks_due,
+ * scheduled ready ones through tasks_ready_due (both partial, in run_after
+ * order); test/store/query-plans.test.ts checks them.
+ */
+export const DUE_SQL = {
+  /** $1 now, $2 limit (of each kind). */
+  promote: `WITH backoff AS (
+               SELECT id, run_after, state FROM tasks
+               WHERE state = 'retrying' AND run_after <= $1
+               ORDER BY run_after, id
+               LIMIT $2
+               FOR NO KEY UPDATE SKIP LOCKED
+             ), scheduled AS (
+               SELECT id, run_after, state FROM tasks
+               WHERE state = 'ready' AND run_after IS NOT NULL AND run_after <= $1
+               ORDER BY run_after, id
+               LIMIT $2
+               FOR NO KEY UPDATE SKIP LOCKED
+             ), due AS (
+               SELECT * FROM backoff UNION ALL SELECT * FROM scheduled
+             )
+             UPDATE tasks t SET state = 'waiting', run_after = NULL, updated_at = $1
+             FROM due WHERE t.id = due.id AND t.state = due.state
+             RETURNING t.id, due.run_after, due.state AS from_state`,
+  next: `SELECT least((SELECT min(run_after) FROM tasks WHERE state = 'retrying'),
+                  (SELECT min(run_after) FROM tasks WHERE state = 'ready' AND run_after IS NOT NULL)) AS t`,
+} as const;
+
 export function postgresTasks(db: Db): TaskStore {
   return {
     /**
@@ -184,24 +213,7 @@ export function postgresTasks(db: Db): TaskStore {
         assertTransition('ready', 'waiting', 'released');
         const promoted = (
           await tx.query<{ id: string; run_after: number; from_state: 'retrying' | 'ready' }>(
-            `WITH backoff AS (
-               SELECT id, run_after, state FROM tasks
-               WHERE state = 'retrying' AND run_after <= $1
-               ORDER BY run_after, id
-               LIMIT $2
-               FOR NO KEY UPDATE SKIP LOCKED
-             ), scheduled AS (
-               SELECT id, run_after, state FROM tasks
-               WHERE state = 'ready' AND run_after IS NOT NULL AND run_after <= $1
-               ORDER BY run_after, id
-               LIMIT $2
-               FOR NO KEY UPDATE SKIP LOCKED
-             ), due AS (
-               SELECT * FROM backoff UNION ALL SELECT * FROM scheduled
-             )
-             UPDATE tasks t SET state = 'waiting', run_after = NULL, updated_at = $1
-             FROM due WHERE t.id = due.id AND t.state = due.state
-             RETURNING t.id, due.run_after, due.state AS from_state`,
+            DUE_SQL.promote,
             [now, limit],
           )
         ).rows.sort((a, b) => a.run_after - b.run_after || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
@@ -224,15 +236,7 @@ export function postgresTasks(db: Db): TaskStore {
     },
 
     async nextDueAt(): Promise<number | null> {
-      return db.read(
-        async (q) =>
-          (
-            await q.query<{ t: number | null }>(
-              `SELECT least((SELECT min(run_after) FROM tasks WHERE state = 'retrying'),
-                            (SELECT min(run_after) FROM tasks WHERE state = 'ready' AND run_after IS NOT NULL)) AS t`,
-            )
-          ).rows[0]!.t,
-      );
+      return db.read(async (q) => (await q.query<{ t: number | null }>(DUE_SQL.next)).rows[0]!.t);
     },
   };
 }

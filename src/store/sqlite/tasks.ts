@@ -29,6 +29,17 @@ function storeStop(d: SqliteDb, stop: { attemptId: number; reason: string }): At
   return d.q("UPDATE attempts SET stop_reason = ? WHERE id = ? AND state = 'running' RETURNING *").get(stop.reason, stop.attemptId) as AttemptRow | undefined;
 }
 
+/**
+ * The due queries (promoteDue, nextDueAt): each a range of tasks_due (state,
+ * run_after, id) in run_after order; test/store/query-plans.test.ts checks them.
+ */
+export const DUE_SQL = {
+  /** ?1 now, ?2 limit. */
+  due: (state: 'retrying' | 'ready') => `SELECT id, run_after, state FROM tasks WHERE state = '${state}' AND run_after <= ? ORDER BY run_after, id LIMIT ?`,
+  next:
+    "SELECT min(t) AS t FROM (SELECT min(run_after) AS t FROM tasks WHERE state = 'retrying' UNION ALL SELECT min(run_after) FROM tasks WHERE state = 'ready' AND run_after IS NOT NULL)",
+} as const;
+
 export function sqliteTasks(d: SqliteDb): TaskStore {
   return {
     /**
@@ -174,10 +185,7 @@ export function sqliteTasks(d: SqliteDb): TaskStore {
     async promoteDue(now: number, limit: number): Promise<string[]> {
       checkLimit(limit);
       return d.write(() => {
-        const dueIn = (state: 'retrying' | 'ready') =>
-          (d.q(`SELECT id, run_after, state FROM tasks WHERE state = '${state}' AND run_after <= ? ORDER BY run_after, id LIMIT ?`).all(now, limit) as Array<
-            Pick<TaskRow, 'id' | 'run_after' | 'state'>
-          >);
+        const dueIn = (state: 'retrying' | 'ready') => d.q(DUE_SQL.due(state)).all(now, limit) as Array<Pick<TaskRow, 'id' | 'run_after' | 'state'>>;
         const due = [...dueIn('retrying'), ...dueIn('ready')]
           .sort((a, b) => a.run_after! - b.run_after! || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
         const promote = d.q("UPDATE tasks SET state = 'waiting', run_after = NULL, updated_at = ? WHERE id = ? AND state = ?");
@@ -198,16 +206,7 @@ export function sqliteTasks(d: SqliteDb): TaskStore {
     },
 
     async nextDueAt(): Promise<number | null> {
-      return d.read(
-        () =>
-          (
-            d
-              .q(
-                "SELECT min(t) AS t FROM (SELECT min(run_after) AS t FROM tasks WHERE state = 'retrying' UNION ALL SELECT min(run_after) FROM tasks WHERE state = 'ready' AND run_after IS NOT NULL)",
-              )
-              .get() as { t: number | null }
-          ).t,
-      );
+      return d.read(() => (d.q(DUE_SQL.next).get() as { t: number | null }).t);
     },
   };
 }
