@@ -160,6 +160,11 @@ export interface TaskSummary {
   signal: string | null;
   /** The final result's error when the task ended, else the current attempt's. */
   error: string | null;
+  /**
+   * How the task ended (its result's outcome: succeeded, failed, timed_out, cancelled, lost, start_failed)
+   * once terminal; before that how its current attempt ended; null while it runs or before a claim.
+   */
+  outcome: TaskResult['outcome'] | null;
   runAfter: string | null;
 }
 

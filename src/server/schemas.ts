@@ -271,6 +271,7 @@ export const TaskSummarySchema = Type.Object({
   exitCode: NullableInt,
   signal: Nullable(Type.String()),
   error: Nullable(Type.String()),
+  outcome: Nullable(Type.String({ description: 'how the task ended (result outcome: succeeded, failed, timed_out, cancelled, lost, start_failed) once terminal; before that how its current attempt ended; null while it runs' })),
   runAfter: Nullable(Type.String()),
 });
 

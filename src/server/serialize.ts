@@ -86,6 +86,7 @@ export function taskSummaryJson(t: TaskSummary) {
     exitCode: t.exitCode,
     signal: t.signal,
     error: t.error,
+    outcome: t.outcome,
     runAfter: iso(t.runAfter),
   };
 }

@@ -125,6 +125,7 @@ export interface TaskSummaryRow {
   exit_code: number | null;
   signal: string | null;
   error: string | null;
+  outcome: string | null;
 }
 
 export interface RunningAttemptRow {
@@ -289,6 +290,7 @@ export function taskSummaryFromRow(r: TaskSummaryRow): TaskSummary {
     exitCode: r.exit_code,
     signal: r.signal,
     error: r.error,
+    outcome: r.outcome as TaskSummary['outcome'],
     runAfter: r.run_after,
     createdAt: r.created_at,
     updatedAt: r.updated_at,
