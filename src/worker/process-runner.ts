@@ -228,7 +228,14 @@ export class AttemptRun {
     const startedAt = Date.now();
     const spawner: Spawner = pickSpawner(this.opts.spawner, this.log);
     const cwd = spec.cwd ? spec.cwd : wd.dir;
-    const child = await spawner({ file: argv[0]!, args: argv.slice(1), cwd, env });
+    let child = await spawner({ file: argv[0]!, args: argv.slice(1), cwd, env });
+    // A #! script is executed straight after it was written: a process forked by another start at that
+    // moment can briefly hold a copy of the file's write descriptor (until its exec closes it), and the
+    // kernel refuses to execute a file open for writing (ETXTBSY). Transient: try again shortly.
+    for (let i = 0; shebang !== undefined && 'error' in child && child.code === 'ETXTBSY' && i < 5; i++) {
+      await sleep(5 * 2 ** i);
+      child = await spawner({ file: argv[0]!, args: argv.slice(1), cwd, env });
+    }
     // Not started (ENOENT, EACCES, ENOEXEC, E2BIG, a NUL byte...): nothing runs, no pipe is open.
     if ('error' in child) {
       const message = startFailureMessage({
