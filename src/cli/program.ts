@@ -23,6 +23,7 @@ import { EXIT_USAGE, UsageError } from './usage-error.js';
  */
 const MODULES: readonly { names: readonly string[]; load: () => Promise<Command[]> }[] = [
   { names: ['submit'], load: async () => [(await import('./commands/submit.js')).submitCommand()] },
+  { names: ['rerun'], load: async () => [(await import('./commands/rerun.js')).rerunCommand()] },
   {
     names: ['ls', 'show', 'logs', 'cancel', 'retry'],
     load: async () => {

@@ -222,6 +222,17 @@ export class DroverClient {
     return (await this.json<{ task: Task }>('POST', `/v1/tasks/${enc(id)}/retry`)).task;
   }
 
+  /**
+   * POST /v1/tasks/:id/rerun: a fresh copy of the task (any state) that runs
+   * now, with a new id, owned by the original's owner. With `idempotencyKey`
+   * it is retried after a 503 or no answer like `submitTask`, and a repeat
+   * returns the first copy (`created` false).
+   */
+  async rerun(id: string, opts: SubmitOptions = {}): Promise<SubmitResult> {
+    const { status, body } = await this.idempotentPost<{ task: Task }>(`/v1/tasks/${enc(id)}/rerun`, undefined, opts.idempotencyKey);
+    return { task: body.task, created: status === 201 };
+  }
+
   // --- tokens (admin)
 
   async createToken(req: CreateTokenRequest): Promise<CreatedToken> {

@@ -36,10 +36,17 @@ export interface SubmitTaskRequest {
   labels?: Record<string, string>;
   /** Placement: run only on a worker whose labels include every K=V here. */
   requires?: Record<string, string>;
+  /** Absolute directory the task runs in on the worker (default: a fresh work directory). */
+  cwd?: string;
+  /** Run later, at this ISO 8601 time with a zone (a past time runs now; at most 366 days ahead). Not with `delay`. */
+  runAt?: string;
+  /** Run later, this long after the submit. Not with `runAt`. */
+  delay?: DurationInput;
 }
 
 export interface TaskResult {
-  outcome: Exclude<AttemptState, 'running'>;
+  /** `start_failed`: the process could not be started (see `error`); the task failed without a retry. */
+  outcome: Exclude<AttemptState, 'running'> | 'start_failed';
   attempt: number;
   exitCode: number | null;
   signal: string | null;
@@ -69,6 +76,8 @@ export interface Task {
   env: Record<string, string>;
   envRedacted: boolean;
   timeoutMs: number | null;
+  /** Absolute directory the task runs in on the worker; null = its work directory. */
+  cwd: string | null;
   retry: RetryPolicy;
   priority: number;
   labels: Record<string, string>;
@@ -76,7 +85,7 @@ export interface Task {
   attempts: number;
   retriesUsed: number;
   lostCount: number;
-  /** ISO time a retrying task's backoff ends, else null. */
+  /** ISO time a retrying task's backoff ends, or a `ready` task submitted to run later is released; else null. */
   runAfter: string | null;
   createdAt: string;
   updatedAt: string;
@@ -151,6 +160,11 @@ export interface TaskSummary {
   signal: string | null;
   /** The final result's error when the task ended, else the current attempt's. */
   error: string | null;
+  /**
+   * How the task ended (its result's outcome: succeeded, failed, timed_out, cancelled, lost, start_failed)
+   * once terminal; before that how its current attempt ended; null while it runs or before a claim.
+   */
+  outcome: TaskResult['outcome'] | null;
   runAfter: string | null;
 }
 

@@ -63,6 +63,10 @@ export function planAttemptEnd(task: Pick<Task, 'state' | 'retry' | 'retriesUsed
       }
       return { ...same, lostCount, state: 'waiting', result: null, event: go('waiting', 'worker_lost', { lostCount }) };
     }
+    case 'start_failed':
+      // The command could not be started (not found, not executable, missing cwd): another
+      // attempt would fail the same way, so no retry is used and the task fails now.
+      return { ...same, state: 'failed', result, event: go('failed', 'start_failed') };
     case 'failed':
     case 'timed_out':
     case 'cancelled': {

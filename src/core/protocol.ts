@@ -49,6 +49,11 @@ export interface AssignedAttempt {
   interpreter: string[];
   env: Record<string, string>;
   timeoutMs: number | null;
+  /**
+   * Absolute directory to run in (null: the attempt's work directory, which stays HOME and holds
+   * DROVER_OUTPUT_DIR either way). Absent from older servers' assigns: treated as null.
+   */
+  cwd?: string | null;
 }
 
 export type AgentMessage =
@@ -86,8 +91,12 @@ export type AgentMessage =
       type: 'exit';
       attemptId: number;
       fencingToken: string;
-      /** `lost`: the agent gave the attempt up without a result (drain timeout): it runs again elsewhere without using a retry. */
-      outcome: 'succeeded' | 'failed' | 'timed_out' | 'cancelled' | 'lost';
+      /**
+       * `lost`: the agent gave the attempt up without a result (drain timeout): it runs again elsewhere without using a retry.
+       * `start_failed`: the process could not be started (not found, not executable, missing cwd; `error` says which):
+       * the task fails at once without a retry.
+       */
+      outcome: 'succeeded' | 'failed' | 'timed_out' | 'cancelled' | 'lost' | 'start_failed';
       exitCode: number | null;
       signal: string | null;
       error: string | null;

@@ -6,8 +6,12 @@
  *     │          │           ├─(attempt failed, retries left)──► retrying ──(backoff)──┐
  *     │          │◄──────────┼──────────────────────────────────────────────────────────┘
  *     │          │           ├─(attempt failed, none left)────► failed
+ *     │          │           ├─(could not start: start_failed, no retry)──► failed
  *     │          └───────────┴─(worker lost: does not use a retry)
  *     └──────────────── cancelled (from any non-terminal state)
+ *
+ * A task submitted to run later (runAt/delay) is stored `ready` with a runAfter; the
+ * scheduler releases it (`released`, ready ──► waiting) when that time comes.
  *
  * Plus the one edge an operator adds by hand: `failed`/`cancelled` ──(retry)──► `waiting`
  * with a fresh retry budget; or ──► `ready` while the task's previous attempt
@@ -32,6 +36,7 @@ export const TRANSITION_REASONS = [
   'attempt_failed',
   'attempt_timed_out',
   'retries_exhausted',
+  'start_failed',
   'backoff_elapsed',
   'worker_lost',
   'lost_cap_exceeded',
@@ -49,7 +54,7 @@ export const TRANSITIONS: Table = {
   running: {
     succeeded: ['attempt_succeeded'],
     retrying: ['attempt_failed', 'attempt_timed_out'],
-    failed: ['retries_exhausted', 'lost_cap_exceeded'],
+    failed: ['retries_exhausted', 'lost_cap_exceeded', 'start_failed'],
     waiting: ['worker_lost'],
     cancelled: ['cancel_requested'],
   },

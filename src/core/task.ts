@@ -15,8 +15,17 @@ export interface TaskSpec {
   command: string | null;
   args: string[];
   script: string | null;
-  /** argv that runs the script file, e.g. ["sh"] or ["python3", "-u"]; the script's path is appended. */
+  /**
+   * argv that runs the script file, e.g. ["sh"] or ["python3", "-u"]; the script's path is appended.
+   * Empty: the script file is executed itself (it starts with `#!`, and the kernel reads that line);
+   * server/task-input.ts picks this for a script with a shebang and no interpreter given.
+   */
   interpreter: string[];
+  /**
+   * Absolute directory the attempt runs in, on the worker; null = the attempt's fresh work
+   * directory. HOME and DROVER_OUTPUT_DIR stay the work directory either way.
+   */
+  cwd: string | null;
   env: Record<string, string>;
   /** Wall-clock limit of one attempt; null = none. */
   timeoutMs: number | null;
@@ -29,8 +38,19 @@ export interface TaskSpec {
 }
 
 export type AttemptState = 'running' | 'succeeded' | 'failed' | 'timed_out' | 'cancelled' | 'lost';
-/** How an attempt ended, as a worker (or the lease sweeper, for `lost`) reports it. */
-export type AttemptOutcome = Exclude<AttemptState, 'running'>;
+/**
+ * How an attempt ended, as a worker (or the lease sweeper, for `lost`) reports it.
+ * `start_failed`: the process could not be started at all (command not found,
+ * permission denied, not executable, missing cwd); it is stored as attempt state
+ * `failed` (attemptStateOf) and ends the task `failed` at once, without a retry
+ * (core/attempt-end.ts): it would fail the same way again.
+ */
+export type AttemptOutcome = Exclude<AttemptState, 'running'> | 'start_failed';
+
+/** The attempt state an outcome is stored as (the attempts table keeps its six states). */
+export function attemptStateOf(outcome: AttemptOutcome): Exclude<AttemptState, 'running'> {
+  return outcome === 'start_failed' ? 'failed' : outcome;
+}
 
 export interface TaskResult {
   outcome: AttemptOutcome;
@@ -49,7 +69,7 @@ export interface Task extends TaskSpec {
   attempts: number;
   retriesUsed: number;
   lostCount: number;
-  /** retrying: when the backoff ends. */
+  /** retrying: when the backoff ends; ready: when a task submitted to run later (runAt/delay) is released. */
   runAfter: number | null;
   currentAttemptId: number | null;
   createdAt: number;

@@ -19,6 +19,9 @@ const Duration = Type.Union([Type.Integer({ minimum: 0 }), Type.String({ minLeng
 const Iso = Type.String({ format: 'date-time' });
 const Nullable = <T extends ReturnType<typeof Type.String>>(t: T) => Type.Union([t, Type.Null()]);
 
+/** The longest task cwd accepted (PATH_MAX on Linux). */
+export const MAX_CWD_CHARS = 4096;
+
 export const TaskIdParams = Type.Object({ id: Type.String({ pattern: TASK_ID_PATTERN }) }, { additionalProperties: false });
 export type TaskIdParams = Static<typeof TaskIdParams>;
 
@@ -29,7 +32,24 @@ export const SubmitBody = Type.Object(
     command: Type.Optional(Type.String({ minLength: 1, maxLength: 4096 })),
     args: Type.Optional(Type.Array(Type.String({ maxLength: 65536 }), { maxItems: 1000 })),
     script: Type.Optional(Type.String({ minLength: 1, maxLength: 512 * 1024 })),
-    interpreter: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 4096 }), { minItems: 1, maxItems: 20 })),
+    interpreter: Type.Optional(
+      Type.Array(Type.String({ minLength: 1, maxLength: 4096 }), {
+        minItems: 1,
+        maxItems: 20,
+        description: 'argv that runs the script file (its path is appended). Default: none when the script starts with "#!" (the file is executed and the kernel reads that line), else ["sh"].',
+      }),
+    ),
+    cwd: Type.Optional(
+      Type.String({ minLength: 1, maxLength: MAX_CWD_CHARS, description: 'Absolute directory the task runs in on the worker (default: a fresh work directory, which stays HOME and holds DROVER_OUTPUT_DIR).' }),
+    ),
+    runAt: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 64, description: 'Run later: an ISO 8601 time with a zone (2026-12-01T18:00:00Z, ...+01:00). A past time runs now. At most 1 year ahead. Not with delay.' }),
+    ),
+    delay: Type.Optional(
+      Type.Union([Type.Integer({ minimum: 0 }), Type.String({ minLength: 1, maxLength: 32 })], {
+        description: 'Run later: this long after the submit (integer milliseconds or a duration such as "90s", "5m", "1h30m"). At most 1 year. Not with runAt.',
+      }),
+    ),
     env: Type.Optional(StringMap),
     timeout: Type.Optional(Duration),
     retry: Type.Optional(
@@ -169,7 +189,7 @@ export const TokenIdParams = Type.Object({ id: Type.String({ pattern: '^[0-9a-f]
 
 const ResultSchema = Type.Union([
   Type.Object({
-    outcome: Type.String(),
+    outcome: Type.String({ description: 'succeeded, failed, timed_out, cancelled, lost, or start_failed (the process could not be started; no retry was used)' }),
     attempt: Type.Integer(),
     exitCode: Type.Union([Type.Integer(), Type.Null()]),
     signal: Nullable(Type.String()),
@@ -193,6 +213,7 @@ export const TaskSchema = Type.Object({
   /** True when the caller is not the task's owner: every env value is "" (the keys are shown). */
   envRedacted: Type.Boolean(),
   timeoutMs: Type.Union([Type.Integer(), Type.Null()]),
+  cwd: Nullable(Type.String()),
   retry: Type.Object({ maxRetries: Type.Integer(), baseDelayMs: Type.Integer(), factor: Type.Number(), maxDelayMs: Type.Integer() }),
   priority: Type.Integer(),
   labels: Type.Record(Type.String(), Type.String()),
@@ -250,6 +271,7 @@ export const TaskSummarySchema = Type.Object({
   exitCode: NullableInt,
   signal: Nullable(Type.String()),
   error: Nullable(Type.String()),
+  outcome: Nullable(Type.String({ description: 'how the task ended (result outcome: succeeded, failed, timed_out, cancelled, lost, start_failed) once terminal; before that how its current attempt ended; null while it runs' })),
   runAfter: Nullable(Type.String()),
 });
 

@@ -26,6 +26,7 @@ export function taskJson(t: Task, viewer: string) {
     env: envRedacted ? Object.fromEntries(Object.keys(t.env).map((k) => [k, ''])) : t.env,
     envRedacted,
     timeoutMs: t.timeoutMs,
+    cwd: t.cwd,
     retry: t.retry,
     priority: t.priority,
     labels: t.labels,
@@ -85,6 +86,7 @@ export function taskSummaryJson(t: TaskSummary) {
     exitCode: t.exitCode,
     signal: t.signal,
     error: t.error,
+    outcome: t.outcome,
     runAfter: iso(t.runAfter),
   };
 }

@@ -4,7 +4,7 @@
  * Throws InvalidInputError naming the field.
  */
 import { createHash } from 'node:crypto';
-import { parseDuration } from '../core/duration.js';
+import { formatDuration, parseDuration } from '../core/duration.js';
 import { InvalidInputError } from '../core/errors.js';
 import { DEFAULT_RETRY_POLICY, RETRY_LIMITS } from '../core/retry-policy.js';
 import type { TaskSpec } from '../core/task.js';
@@ -16,7 +16,7 @@ function duration(field: string, v: string | number | undefined, fallback: numbe
   if (v === undefined) return fallback;
   const ms = parseDuration(v);
   if (ms === null) throw new InvalidInputError(field, `"${v}" is not a duration (use e.g. 500ms, 30s, 5m, 1h30m or integer milliseconds)`);
-  if (ms > max) throw new InvalidInputError(field, `must be at most ${max} ms`);
+  if (ms > max) throw new InvalidInputError(field, `must be at most ${max} ms (${formatDuration(max)})`);
   return ms;
 }
 
@@ -31,6 +31,7 @@ function rejectNul(body: SubmitBody): void {
   check('name', body.name);
   check('command', body.command);
   check('script', body.script);
+  check('cwd', body.cwd);
   body.args?.forEach((a, i) => check(`args.${i}`, a));
   body.interpreter?.forEach((a, i) => check(`interpreter.${i}`, a));
   for (const [k, v] of Object.entries(body.env ?? {})) {
@@ -65,6 +66,7 @@ export function toTaskSpec(body: SubmitBody): TaskSpec {
   if (body.command !== undefined && body.script !== undefined) throw new InvalidInputError('script', 'give either "command" or "script", not both');
   if (body.args !== undefined && body.command === undefined) throw new InvalidInputError('args', 'only allowed with "command"');
   if (body.interpreter !== undefined && body.script === undefined) throw new InvalidInputError('interpreter', 'only allowed with "script"');
+  if (body.cwd !== undefined && !body.cwd.startsWith('/')) throw new InvalidInputError('cwd', `must be an absolute path (got "${body.cwd}"); the CLI's --cwd resolves a relative one`);
   const timeoutMs = duration('timeout', body.timeout, null, MAX_TIMEOUT_MS);
   if (timeoutMs === 0) throw new InvalidInputError('timeout', 'must be greater than 0');
   const r = body.retry ?? {};
@@ -77,7 +79,8 @@ export function toTaskSpec(body: SubmitBody): TaskSpec {
     command: body.command ?? null,
     args: body.args ?? [],
     script: body.script ?? null,
-    interpreter: body.script !== undefined ? (body.interpreter ?? ['sh']) : [],
+    interpreter: body.script !== undefined ? (body.interpreter ?? defaultInterpreter(body.script)) : [],
+    cwd: body.cwd ?? null,
     env: body.env ?? {},
     timeoutMs,
     retry: {
@@ -90,6 +93,41 @@ export function toTaskSpec(body: SubmitBody): TaskSpec {
     labels: body.labels ?? {},
     requires: body.requires ?? {},
   };
+}
+
+/**
+ * The interpreter of a script submitted without one: none for a script whose
+ * first line is `#!` (the worker executes the file, so the kernel runs the
+ * interpreter that line names, e.g. `#!/usr/bin/env python3`), else `sh`.
+ * Decided here, at submit time, so the stored task (and `drover show`) says
+ * how it runs.
+ */
+export function defaultInterpreter(script: string): string[] {
+  return script.startsWith('#!') ? [] : ['sh'];
+}
+
+/** How far ahead a task may be scheduled (runAt / delay). */
+export const MAX_SCHEDULE_AHEAD_MS = 366 * 24 * 3600 * 1000;
+const ISO_WITH_ZONE = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?([Zz]|[+-]\d{2}:?\d{2})$/;
+
+/**
+ * When a task submitted with `runAt` or `delay` is released (epoch ms), or
+ * null to release it now (neither given, a delay of 0, or a runAt that has
+ * passed: a past time runs now). Throws InvalidInputError naming the field.
+ */
+export function toRunAfter(body: Pick<SubmitBody, 'runAt' | 'delay'>, now: number): number | null {
+  if (body.runAt !== undefined && body.delay !== undefined) throw new InvalidInputError('delay', 'give either "runAt" or "delay", not both');
+  let at: number | null = null;
+  if (body.runAt !== undefined) {
+    const t = ISO_WITH_ZONE.test(body.runAt) ? Date.parse(body.runAt) : NaN;
+    if (!Number.isFinite(t)) throw new InvalidInputError('runAt', `"${body.runAt}" is not an ISO 8601 time with a zone (e.g. 2026-12-01T18:00:00Z or 2026-12-01T19:00:00+01:00)`);
+    at = t;
+    if (at - now > MAX_SCHEDULE_AHEAD_MS) throw new InvalidInputError('runAt', `must be at most 366 days ahead (got ${body.runAt})`);
+  } else if (body.delay !== undefined) {
+    const ms = duration('delay', body.delay, null, MAX_SCHEDULE_AHEAD_MS)!;
+    at = now + ms;
+  }
+  return at !== null && at > now ? at : null;
 }
 
 /**
@@ -106,6 +144,6 @@ export function canonicalJson(v: unknown): string {
 }
 
 /** What an idempotency key is bound to: sha256 (hex) of the validated body's canonical JSON (a submit's or a whole batch's). */
-export function requestHash(body: SubmitBody | { tasks: SubmitBody[] }): string {
+export function requestHash(body: SubmitBody | { tasks: SubmitBody[] } | { rerunOf: string }): string {
   return createHash('sha256').update(canonicalJson(body), 'utf8').digest('hex');
 }

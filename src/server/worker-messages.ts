@@ -58,7 +58,7 @@ const Exit = Type.Object(
     type: Type.Literal('exit'),
     attemptId: AttemptId,
     fencingToken: Token,
-    outcome: Type.Union(['succeeded', 'failed', 'timed_out', 'cancelled', 'lost'].map((o) => Type.Literal(o))),
+    outcome: Type.Union(['succeeded', 'failed', 'timed_out', 'cancelled', 'lost', 'start_failed'].map((o) => Type.Literal(o))),
     exitCode: Type.Union([Type.Integer({ minimum: -(2 ** 31), maximum: 2 ** 31 - 1 }), Type.Null()]),
     signal: Type.Union([Text(32), Type.Null()]),
     error: Type.Union([Text(4096), Type.Null()]),

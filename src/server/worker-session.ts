@@ -432,5 +432,6 @@ export function assignment(task: Task, attempt: Attempt): AssignedAttempt {
     interpreter: task.interpreter,
     env: task.env,
     timeoutMs: task.timeoutMs,
+    cwd: task.cwd,
   };
 }

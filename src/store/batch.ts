@@ -25,6 +25,15 @@ export const MAX_BATCH = 1000;
 export interface NewTask {
   id: string;
   spec: TaskSpec;
+  /** Run later: stored `ready` with this runAfter (store/tasks.ts CreateOptions). */
+  runAfter?: number | null;
+}
+
+/** The `submitted` event's detail of a new task (null when there is nothing to say). */
+export function submittedDetail(runAfter: number | null | undefined, extra?: Record<string, unknown> | null): Record<string, unknown> | null {
+  const d: Record<string, unknown> = { ...(extra ?? {}) };
+  if (runAfter !== null && runAfter !== undefined) d.runAfter = runAfter;
+  return Object.keys(d).length > 0 ? d : null;
 }
 
 /** 1..MAX_BATCH items, or InvalidInputError naming `tasks`. */
@@ -58,7 +67,7 @@ export function batchItemIndex(key: string, stored: string | null): number {
  * clone path), the explicit literal 0.1 µs; for a batch of 1,000 that was
  * most of the store's time.
  */
-export function newWaitingTask(id: string, owner: string, s: TaskSpec, now: number): Task {
+export function newWaitingTask(id: string, owner: string, s: TaskSpec, now: number, runAfter: number | null = null): Task {
   return {
     name: s.name,
     kind: s.kind,
@@ -72,13 +81,14 @@ export function newWaitingTask(id: string, owner: string, s: TaskSpec, now: numb
     priority: s.priority,
     labels: s.labels,
     requires: s.requires,
+    cwd: s.cwd,
     id,
     owner,
-    state: 'waiting',
+    state: runAfter === null ? 'waiting' : 'ready',
     attempts: 0,
     retriesUsed: 0,
     lostCount: 0,
-    runAfter: null,
+    runAfter,
     currentAttemptId: null,
     createdAt: now,
     updatedAt: now,
@@ -91,13 +101,14 @@ export function newWaitingTask(id: string, owner: string, s: TaskSpec, now: numb
  * array per task, [id, then the values of rows.ts taskSpecParams in its key
  * order] (name, kind, command, args, script, interpreter, env, timeout_ms,
  * max_retries, retry_base_delay_ms, retry_factor, retry_max_delay_ms,
- * priority, labels, requires; the JSON columns as their stored text).
+ * priority, labels, requires, cwd; the JSON columns as their stored text),
+ * then the item's runAfter (null: released at once).
  */
 export function batchRowsJson(tasks: readonly NewTask[]): string {
   return JSON.stringify(
-    tasks.map(({ id, spec }) => {
+    tasks.map(({ id, spec, runAfter }) => {
       const p = taskSpecParams(spec);
-      return [id, p.name, p.kind, p.command, p.args, p.script, p.interpreter, p.env, p.timeout_ms, p.max_retries, p.retry_base_delay_ms, p.retry_factor, p.retry_max_delay_ms, p.priority, p.labels, p.requires];
+      return [id, p.name, p.kind, p.command, p.args, p.script, p.interpreter, p.env, p.timeout_ms, p.max_retries, p.retry_base_delay_ms, p.retry_factor, p.retry_max_delay_ms, p.priority, p.labels, p.requires, p.cwd, runAfter ?? null];
     }),
   );
 }

@@ -24,6 +24,7 @@ export interface TaskRow {
   interpreter: string;
   env: string;
   timeout_ms: number | null;
+  cwd: string | null;
   max_retries: number;
   retry_base_delay_ms: number;
   retry_factor: number;
@@ -124,6 +125,7 @@ export interface TaskSummaryRow {
   exit_code: number | null;
   signal: string | null;
   error: string | null;
+  outcome: string | null;
 }
 
 export interface RunningAttemptRow {
@@ -164,6 +166,7 @@ export function taskSpecParams(spec: TaskSpec) {
     interpreter: JSON.stringify(spec.interpreter),
     env: JSON.stringify(spec.env),
     timeout_ms: spec.timeoutMs,
+    cwd: spec.cwd,
     max_retries: spec.retry.maxRetries,
     retry_base_delay_ms: spec.retry.baseDelayMs,
     retry_factor: spec.retry.factor,
@@ -187,6 +190,7 @@ export function taskFromRow(r: TaskRow): Task {
     interpreter: JSON.parse(r.interpreter) as string[],
     env: JSON.parse(r.env) as Record<string, string>,
     timeoutMs: r.timeout_ms,
+    cwd: r.cwd ?? null,
     retry: {
       maxRetries: r.max_retries,
       baseDelayMs: r.retry_base_delay_ms,
@@ -286,6 +290,7 @@ export function taskSummaryFromRow(r: TaskSummaryRow): TaskSummary {
     exitCode: r.exit_code,
     signal: r.signal,
     error: r.error,
+    outcome: r.outcome as TaskSummary['outcome'],
     runAfter: r.run_after,
     createdAt: r.created_at,
     updatedAt: r.updated_at,

@@ -127,11 +127,16 @@ export function pageOf<T extends { id: string }>(rows: T[], limit: number): { it
  * and the current attempt's, joined by primary key. `error` is the final
  * result's error for a terminal task (its result is final), else the current
  * attempt's; `resultError` is the dialect's JSON extraction of result.error.
+ * `outcome` likewise: the result's outcome (`resultOutcome`, its extraction;
+ * the stores pass it, a caller that does not need it may leave NULL) for a
+ * terminal task, else the current attempt's state once it has ended.
  */
-export function summaryColumns(resultError: string): string {
+export function summaryColumns(resultError: string, resultOutcome = 'NULL'): string {
   return `t.id, t.owner, t.name, t.kind, t.state, t.priority, t.attempts, t.retries_used, t.run_after, t.created_at, t.updated_at,
   a.worker_id, a.started_at, a.ended_at, a.duration_ms, a.exit_code, a.signal,
-  CASE WHEN t.result IS NOT NULL AND t.state IN ('succeeded', 'failed', 'cancelled') THEN ${resultError} ELSE a.error END AS error`;
+  CASE WHEN t.result IS NOT NULL AND t.state IN ('succeeded', 'failed', 'cancelled') THEN ${resultError} ELSE a.error END AS error,
+  CASE WHEN t.result IS NOT NULL AND t.state IN ('succeeded', 'failed', 'cancelled') THEN ${resultOutcome}
+       WHEN a.state <> 'running' THEN a.state END AS outcome`;
 }
 
 export const SUMMARY_FROM = 'tasks t LEFT JOIN attempts a ON a.id = t.current_attempt_id';

@@ -5,6 +5,7 @@
  * query-plan tests (test/store/query-plans.test.ts) check each one.
  */
 import type { TaskState } from '../core/task-state.js';
+import type { AttemptOutcome } from '../core/task.js';
 import type { TaskFilter } from './tasks.js';
 
 export interface TaskSummary {
@@ -25,6 +26,11 @@ export interface TaskSummary {
   signal: string | null;
   /** The final result's error (or the current attempt's), e.g. "timed out after 30 s". */
   error: string | null;
+  /**
+   * How the task ended (its result's outcome: `timed_out`, `start_failed`, `lost`...) once
+   * terminal; before that, how its current attempt ended (null while it runs or before a claim).
+   */
+  outcome: AttemptOutcome | null;
   runAfter: number | null;
   createdAt: number;
   updatedAt: number;

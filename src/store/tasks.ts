@@ -40,6 +40,19 @@ export interface Idempotency {
   requestHash: string;
 }
 
+/** How a new task starts (createTask's and createTasks' options). */
+export interface CreateOptions {
+  /**
+   * Run later: the task is stored `ready` with this runAfter (epoch ms) and
+   * only the `submitted` event (detail { runAfter }); promoteDue releases it
+   * (ready → waiting, `released`, detail { scheduled: true, runAfter }) once
+   * it is due. Null or absent: released at once, as before.
+   */
+  runAfter?: number | null;
+  /** Merged into the `submitted` event's detail, e.g. { rerunOf: <task id> }. */
+  detail?: Record<string, unknown> | null;
+}
+
 export interface CreateResult {
   task: Task;
   /** False: the idempotency key was seen before and this is the task it made then. */
@@ -66,7 +79,7 @@ export interface TaskStore {
    * returns the first task (created: false) and writes nothing; the same key
    * with another requestHash throws ConflictError.
    */
-  createTask(id: string, owner: string, spec: TaskSpec, actor: string, now: number, idem?: Idempotency): Promise<CreateResult>;
+  createTask(id: string, owner: string, spec: TaskSpec, actor: string, now: number, idem?: Idempotency, opts?: CreateOptions): Promise<CreateResult>;
   /**
    * Stores 1..MAX_BATCH (store/batch.ts) new tasks of one owner and releases
    * them, as createTask does for each (the same rows, the same two events,
@@ -79,6 +92,8 @@ export interface TaskStore {
    * (created: false) and writes nothing; the key with another hash or
    * another number of items throws ConflictError. Signals one `wake` (no
    * `task` signals: nobody can be following a task that did not exist).
+   * An item with `runAfter` is stored `ready` to run later, as createTask's
+   * CreateOptions.runAfter says.
    */
   createTasks(owner: string, tasks: readonly NewTask[], actor: string, now: number, idem?: Idempotency): Promise<CreateManyResult>;
   getTask(id: string): Promise<Task | null>;
@@ -97,9 +112,14 @@ export interface TaskStore {
    */
   retryTask(id: string, actor: string, now: number): Promise<Task>;
 
-  /** retrying → waiting for at most `limit` tasks whose backoff ended by `now` (earliest first). Returns their ids. */
+  /**
+   * For at most `limit` tasks of each kind due by `now` (runAfter <= now, earliest first):
+   * retrying → waiting (`backoff_elapsed`, detail { runAfter }) and scheduled
+   * ready → waiting (`released`, detail { scheduled: true, runAfter }).
+   * Returns their ids.
+   */
   promoteDue(now: number, limit: number): Promise<string[]>;
 
-  /** Earliest runAfter among retrying tasks, for the scheduler's timer. */
+  /** Earliest runAfter among retrying and scheduled ready tasks, for the scheduler's timer. */
   nextDueAt(): Promise<number | null>;
 }

@@ -242,7 +242,7 @@ class WorkerAgent implements Agent {
       },
       remove: (pgid: number) => reaper.remove(pgid),
     };
-    this.runner = { workDir: opts.workDir, killGraceMs, logger: this.log, executor, passEnv, ...(groups ? { groups } : {}) };
+    this.runner = { workDir: opts.workDir, killGraceMs, logger: this.log, executor, passEnv, workerId: this.workerId, ...(groups ? { groups } : {}) };
     this.conn.start();
   }
 

@@ -10,9 +10,9 @@
  * native-spawn.ts for the numbers).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import type { ProcessExit, SpawnedProcess, SpawnRequest } from './native-spawn.js';
+import type { ProcessExit, SpawnedProcess, SpawnFailure, SpawnRequest } from './native-spawn.js';
 
-export function spawnWithNode(req: SpawnRequest): Promise<SpawnedProcess | { error: string }> {
+export function spawnWithNode(req: SpawnRequest): Promise<SpawnedProcess | SpawnFailure> {
   let child: ChildProcess;
   try {
     child = spawn(req.file, [...req.args], { cwd: req.cwd, env: req.env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -21,7 +21,8 @@ export function spawnWithNode(req: SpawnRequest): Promise<SpawnedProcess | { err
     // defer (E2BIG, ENOTDIR...), whose message is "spawn CODE": name the command there too, as for ENOENT.
     const message = err instanceof Error ? err.message : String(err);
     const bare = /^spawn (E[A-Z0-9]+)$/.exec(message);
-    return Promise.resolve({ error: bare ? `spawn ${req.file} ${bare[1]}` : message });
+    const code = errCode(err) ?? bare?.[1] ?? null;
+    return Promise.resolve({ error: bare ? `spawn ${req.file} ${bare[1]}` : message, code: code !== null && /^E[A-Z0-9]+$/.test(code) ? code : null });
   }
   const exited = new Promise<ProcessExit | { error: Error }>((resolve) => {
     child.once('exit', (code, signal) => resolve({ code, signal }));
@@ -31,7 +32,7 @@ export function spawnWithNode(req: SpawnRequest): Promise<SpawnedProcess | { err
     // Spawn failed (ENOENT, EACCES...): Node reports it as 'error' on the next tick, after closing the pipes.
     child.stdout?.destroy();
     child.stderr?.destroy();
-    return exited.then((r) => ({ error: 'error' in r ? r.error.message : 'spawn failed' }));
+    return exited.then((r) => ('error' in r ? { error: r.error.message, code: errCode(r.error) } : { error: 'spawn failed', code: null }));
   }
   return Promise.resolve({
     pid: child.pid,
@@ -40,4 +41,10 @@ export function spawnWithNode(req: SpawnRequest): Promise<SpawnedProcess | { err
     // After a successful spawn the only 'error' is a failed kill(), which the runner does not use.
     exited: exited.then((r) => ('error' in r ? { code: null, signal: null } : r)),
   });
+}
+
+/** The errno name Node puts on a spawn error (`code: 'ENOENT'`), or null. */
+function errCode(err: unknown): string | null {
+  const c = (err as { code?: unknown } | null)?.code;
+  return typeof c === 'string' && /^E[A-Z0-9]+$/.test(c) ? c : null;
 }

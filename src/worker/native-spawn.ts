@@ -93,7 +93,17 @@ export interface SpawnedProcess {
  * nothing was started (message like Node's: "spawn <file> ENOENT"). It never
  * rejects: bad arguments (a NUL byte) are an `{ error }` too.
  */
-export type Spawner = (req: SpawnRequest) => Promise<SpawnedProcess | { error: string }>;
+export type Spawner = (req: SpawnRequest) => Promise<SpawnedProcess | SpawnFailure>;
+
+/**
+ * Nothing was started. `code`: the errno name (ENOENT, EACCES, ENOEXEC...), the
+ * same from both spawners, or null (invalid input such as a NUL byte); the runner
+ * turns it into a message with core/start-failure.ts.
+ */
+export interface SpawnFailure {
+  error: string;
+  code: string | null;
+}
 
 /** The addon's one function (native/spawn.c states the contract). */
 export interface NativeBinding {
@@ -162,14 +172,14 @@ export function chooseSpawner(
 const signalNames = new Map<number, NodeJS.Signals>(Object.entries(osConstants.signals).map(([name, no]) => [no, name as NodeJS.Signals]));
 const errnoNames = new Map<number, string>(Object.entries(osConstants.errno).map(([name, no]) => [no, name]));
 
-function spawnNative(binding: NativeBinding, req: SpawnRequest): Promise<SpawnedProcess | { error: string }> {
+function spawnNative(binding: NativeBinding, req: SpawnRequest): Promise<SpawnedProcess | SpawnFailure> {
   const argv = [req.file, ...req.args];
   const envp = Object.entries(req.env).map(([k, v]) => `${k}=${v}`);
   const bad = argv.findIndex((a) => a.includes('\0'));
-  if (bad >= 0) return Promise.resolve({ error: `spawn ${req.file}: ${bad === 0 ? 'the command' : `argument ${bad}`} holds a NUL byte` });
+  if (bad >= 0) return Promise.resolve({ error: `spawn ${req.file}: ${bad === 0 ? 'the command' : `argument ${bad}`} holds a NUL byte`, code: null });
   const badEnv = envp.find((e) => e.includes('\0'));
-  if (badEnv !== undefined) return Promise.resolve({ error: `spawn ${req.file}: environment variable ${badEnv.slice(0, badEnv.indexOf('='))} holds a NUL byte` });
-  if (req.cwd.includes('\0')) return Promise.resolve({ error: `spawn ${req.file}: the working directory holds a NUL byte` });
+  if (badEnv !== undefined) return Promise.resolve({ error: `spawn ${req.file}: environment variable ${badEnv.slice(0, badEnv.indexOf('='))} holds a NUL byte`, code: null });
+  if (req.cwd.includes('\0')) return Promise.resolve({ error: `spawn ${req.file}: the working directory holds a NUL byte`, code: null });
 
   let onExit!: (e: ProcessExit) => void;
   const exited = new Promise<ProcessExit>((resolve) => (onExit = resolve));
@@ -180,7 +190,10 @@ function spawnNative(binding: NativeBinding, req: SpawnRequest): Promise<Spawned
       envp,
       req.cwd,
       (errno, pid, outFd, errFd) => {
-        if (errno !== 0) return resolve({ error: `spawn ${req.file} ${errnoNames.get(errno) ?? `errno ${errno}`}` });
+        if (errno !== 0) {
+          const code = errnoNames.get(errno) ?? null;
+          return resolve({ error: `spawn ${req.file} ${code ?? `errno ${errno}`}`, code });
+        }
         // The same stream type Node gives a child's stdout (a net.Socket on a libuv pipe handle): non-blocking
         // reads, readStop when the reader stops pulling, the fd closed on destroy.
         const stdout = new net.Socket({ fd: outFd, readable: true, writable: false });

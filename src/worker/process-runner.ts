@@ -9,12 +9,18 @@
  *   spawn     native-spawn.ts: the native addon (posix_spawn) or, where it
  *             is not built, Node's child_process; RunnerOptions.spawner.
  *             No shell, a new session and process group (pgid = pid), stdin
- *             /dev/null, cwd = work dir, only the task's env (the command is
- *             looked up in its PATH), every signal at its default action and
- *             an empty mask, no other fd of the agent. A spawn failure
- *             (ENOENT, EACCES, ENOTDIR, E2BIG...) is outcome `failed` with
- *             exitCode null and a message naming the command
- *             ("spawn <command> ENOENT").
+ *             /dev/null, cwd = the task's cwd or else the work dir, only the
+ *             task's env (the command is looked up in its PATH), every signal
+ *             at its default action and an empty mask, no other fd of the
+ *             agent. A start failure (ENOENT, EACCES, ENOEXEC, ENOTDIR,
+ *             E2BIG..., or a task cwd that is missing or not a directory,
+ *             checked before the spawn) is outcome `start_failed` with
+ *             exitCode null and a message from core/start-failure.ts that
+ *             says where a relative path resolved and which PATH was
+ *             searched; the server fails the task without a retry.
+ *             A script whose interpreter is empty (task-input.ts picks that
+ *             for a script starting with `#!`) is executed itself: the kernel
+ *             reads its #! line.
  *   running   stdout/stderr go through a LogPump (bounded, flow-controlled).
  *             `timeoutMs` elapsing is kill('timed_out').
  *   kill      SIGTERM to the group now, SIGKILL to the group killGraceMs
@@ -47,11 +53,16 @@
  * too, the next agent on the work dir finds the group by the work dir
  * (leftovers.ts).
  *
- * Outcome: the kill reason (`timed_out`, `cancelled`, `lost`) when a kill was requested
- * before the leader exited; else `succeeded` iff the exit code is 0, else
- * `failed`. durationMs runs from spawn to the leader's exit.
+ * Outcome: `start_failed` when nothing could be started; the kill reason
+ * (`timed_out`, `cancelled`, `lost`) when a kill was requested before the
+ * leader exited; else `succeeded` iff the exit code is 0, else `failed`. A
+ * leader killed by a signal reports its name (`signal: 'SIGKILL'`, exitCode
+ * null), so a client can map it to 128 + n; a timeout reports `timed_out`
+ * (with the SIGTERM/SIGKILL it took in `signal`). durationMs runs from spawn to the leader's exit.
  */
+import { stat } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { cwdProblemMessage, startFailureMessage } from '../core/start-failure.js';
 import { LOG_LIMITS, type AgentMessage, type AssignedAttempt } from '../core/protocol.js';
 import { LogPump } from './log-pump.js';
 import { silentLogger, type Logger } from './logger.js';
@@ -61,7 +72,7 @@ import { taskEnv } from './task-env.js';
 import { pickSpawner, type Spawner, type SpawnerChoice } from './native-spawn.js';
 
 /** What the runner needs of an assignment. */
-export type AttemptSpec = Pick<AssignedAttempt, 'taskId' | 'number' | 'command' | 'args' | 'script' | 'interpreter' | 'env' | 'timeoutMs'>;
+export type AttemptSpec = Pick<AssignedAttempt, 'taskId' | 'number' | 'command' | 'args' | 'script' | 'interpreter' | 'env' | 'timeoutMs' | 'cwd'>;
 
 /** `lost`: the agent gave the attempt up (drain timeout); it runs again elsewhere. */
 export type KillReason = 'timed_out' | 'cancelled' | 'lost';
@@ -102,6 +113,8 @@ export interface RunnerOptions {
    * native addon when it loads, else Node's child_process.
    */
   spawner?: SpawnerChoice;
+  /** Named in start-failure messages about the task's cwd (it exists, or not, on this worker). */
+  workerId?: string;
 }
 
 export interface GroupWatch {
@@ -189,12 +202,14 @@ export class AttemptRun {
     let wd: WorkDir | null = null;
     try {
       wd = await createWorkDir(this.opts.workDir, spec.taskId, spec.number);
-      let argv: string[];
+      let argv: Argv;
       try {
         argv = await resolveArgv(spec, wd);
       } catch (err) {
         return failed(errorMessage(err), 0);
       }
+      const cwdProblem = spec.cwd ? await checkCwd(spec.cwd, this.opts.workerId ?? 'this worker') : null;
+      if (cwdProblem !== null) return startFailed(cwdProblem, 0);
       if (this.killReason) {
         return { outcome: this.killReason, exitCode: null, signal: null, error: this.killError, durationMs: 0 };
       }
@@ -208,13 +223,32 @@ export class AttemptRun {
     }
   }
 
-  private async execute(spec: AttemptSpec, wd: WorkDir, argv: string[]): Promise<AttemptResult> {
+  private async execute(spec: AttemptSpec, wd: WorkDir, { argv, shebang }: Argv): Promise<AttemptResult> {
     const env = taskEnv(spec, { workDir: wd.dir, outDir: wd.outDir }, this.opts.passEnv);
     const startedAt = Date.now();
     const spawner: Spawner = pickSpawner(this.opts.spawner, this.log);
-    const child = await spawner({ file: argv[0]!, args: argv.slice(1), cwd: wd.dir, env });
-    // Spawn failed (ENOENT, EACCES, E2BIG, a NUL byte...): nothing runs, no pipe is open.
-    if ('error' in child) return failed(child.error, Date.now() - startedAt);
+    const cwd = spec.cwd ? spec.cwd : wd.dir;
+    let child = await spawner({ file: argv[0]!, args: argv.slice(1), cwd, env });
+    // A #! script is executed straight after it was written: a process forked by another start at that
+    // moment can briefly hold a copy of the file's write descriptor (until its exec closes it), and the
+    // kernel refuses to execute a file open for writing (ETXTBSY). Transient: try again shortly.
+    for (let i = 0; shebang !== undefined && 'error' in child && child.code === 'ETXTBSY' && i < 5; i++) {
+      await sleep(5 * 2 ** i);
+      child = await spawner({ file: argv[0]!, args: argv.slice(1), cwd, env });
+    }
+    // Not started (ENOENT, EACCES, ENOEXEC, E2BIG, a NUL byte...): nothing runs, no pipe is open.
+    if ('error' in child) {
+      const message = startFailureMessage({
+        file: argv[0]!,
+        code: child.code,
+        detail: child.error,
+        cwd,
+        inWorkDir: !spec.cwd,
+        path: env.PATH ?? '',
+        ...(shebang !== undefined ? { shebang } : {}),
+      });
+      return startFailed(message, Date.now() - startedAt);
+    }
     this.pump.attach(child.stdout, 'stdout');
     this.pump.attach(child.stderr, 'stderr');
     const pid = child.pid;
@@ -328,19 +362,45 @@ export function runAttempt(spec: AttemptSpec, opts: RunnerOptions): AttemptRun {
   return new AttemptRun(spec, opts);
 }
 
-/** `command` + `args`, or the script file appended to the interpreter (default `sh`). */
-async function resolveArgv(spec: AttemptSpec, wd: WorkDir): Promise<string[]> {
+/** argv to spawn; `shebang` (the script's first line) when the script file itself is executed. */
+interface Argv {
+  argv: string[];
+  shebang?: string;
+}
+
+/**
+ * `command` + `args`; or the script file appended to the interpreter; or, with
+ * no interpreter, the script file itself when it starts with `#!` (else `sh`,
+ * as tasks stored before shebang detection expect).
+ */
+async function resolveArgv(spec: AttemptSpec, wd: WorkDir): Promise<Argv> {
   if (spec.script !== null && spec.script !== undefined) {
     const file = await writeScript(wd, spec.script);
-    const interpreter = spec.interpreter.length > 0 ? spec.interpreter : ['sh'];
-    return [...interpreter, file];
+    if (spec.interpreter.length > 0) return { argv: [...spec.interpreter, file] };
+    if (spec.script.startsWith('#!')) return { argv: [file], shebang: spec.script.split('\n', 1)[0]!.slice(0, 200) };
+    return { argv: ['sh', file] };
   }
-  if (spec.command) return [spec.command, ...spec.args];
+  if (spec.command) return { argv: [spec.command, ...spec.args] };
   throw new Error('attempt has neither command nor script');
+}
+
+/** Null when `cwd` is a directory the attempt can start in, else the start-failure message. */
+async function checkCwd(cwd: string, workerId: string): Promise<string | null> {
+  try {
+    const st = await stat(cwd);
+    return st.isDirectory() ? null : cwdProblemMessage(cwd, workerId, 'not_directory');
+  } catch (err) {
+    const code = (err as { code?: string }).code;
+    return cwdProblemMessage(cwd, workerId, code === 'ENOENT' ? 'missing' : code === 'ENOTDIR' ? 'not_directory' : { code: code ?? errorMessage(err) });
+  }
 }
 
 function failed(error: string, durationMs: number): AttemptResult {
   return { outcome: 'failed', exitCode: null, signal: null, error, durationMs };
+}
+
+function startFailed(error: string, durationMs: number): AttemptResult {
+  return { outcome: 'start_failed', exitCode: null, signal: null, error, durationMs };
 }
 
 function errorMessage(err: unknown): string {

@@ -38,6 +38,7 @@ describe('task state machine', () => {
         'running>retrying:attempt_timed_out',
         'running>failed:retries_exhausted',
         'running>failed:lost_cap_exceeded',
+        'running>failed:start_failed',
         'running>waiting:worker_lost',
         'running>cancelled:cancel_requested',
         'retrying>waiting:backoff_elapsed',

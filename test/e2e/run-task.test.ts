@@ -39,11 +39,12 @@ describe('e2e: submit, run, see the result', () => {
     assert.equal(done.logs, 'py 1\n');
   });
 
-  it('a missing executable fails the attempt with the spawn error', async () => {
+  it('a missing executable fails the task at once (start_failed) naming the PATH searched', async () => {
     const id = await c.api.submit({ command: 'definitely-not-a-command-xyz', retry: { maxRetries: 0 } });
     const done = await c.api.waitDone(id);
     assert.equal(done.task.state, 'failed');
-    assert.match(done.task.result.error, /ENOENT/);
+    assert.equal(done.task.result.outcome, 'start_failed');
+    assert.match(done.task.result.error, /^cannot start definitely-not-a-command-xyz: not found in PATH=\//);
   });
 
   it('lists tasks newest first with filters and a cursor', async () => {

@@ -36,6 +36,7 @@ export function makeSpec(o: Partial<TaskSpec> = {}): TaskSpec {
     priority: 0,
     labels: {},
     requires: {},
+    cwd: null,
     ...o,
   };
 }

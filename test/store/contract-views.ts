@@ -26,6 +26,7 @@ const SUMMARY_KEYS = [
   'id',
   'kind',
   'name',
+  'outcome',
   'owner',
   'priority',
   'retriesUsed',
@@ -164,6 +165,19 @@ export function runViewContract(name: string, open: Opened): void {
       void b;
     });
 
+    it('summaries: the outcome of a terminal task is its result\'s (timed_out, start_failed)', async () => {
+      // The outcome of a terminal task is its result's: timed_out, start_failed (whose attempt is stored failed).
+      const slow = await h.submit({ name: 'slow', now: T0 + 80, retry: { maxRetries: 0 } });
+      await h.end(await h.claim(T0 + 81), 'timed_out', T0 + 82);
+      let [s] = await h.store.getTaskSummaries([slow.id]);
+      assert.deepEqual([s!.state, s!.outcome, s!.signal], ['failed', 'timed_out', 'SIGTERM']);
+      const unstartable = await h.submit({ name: 'unstartable', now: T0 + 90 });
+      const cU = await h.claim(T0 + 91);
+      await h.store.endAttempt(cU.attempt.id, cU.attempt.fencingToken, { outcome: 'start_failed', exitCode: null, signal: null, error: 'cannot start x: no such file', durationMs: 0 }, 'worker:w1', T0 + 92, { workerId: 'w1' });
+      [s] = await h.store.getTaskSummaries([unstartable.id]);
+      assert.deepEqual([s!.state, s!.outcome, s!.error], ['failed', 'start_failed', 'cannot start x: no such file']);
+    });
+
     it('summaries: named columns, the current attempt’s worker and timing, the final error', async () => {
       const waiting = await h.submit({ name: 'waits', now: T0 });
       const [s0] = await h.store.getTaskSummaries([waiting.id]);
@@ -184,6 +198,7 @@ export function runViewContract(name: string, open: Opened): void {
         exitCode: null,
         signal: null,
         error: null,
+        outcome: null,
         runAfter: null,
         createdAt: T0,
         updatedAt: T0,
@@ -196,7 +211,7 @@ export function runViewContract(name: string, open: Opened): void {
       assert.deepEqual([s!.state, s!.workerId, s!.startedAt, s!.endedAt, s!.attempts], ['running', 'w7', T0 + 11, null, 1]);
       await h.end(cOk, 'succeeded', T0 + 40);
       [s] = await h.store.getTaskSummaries([ok.id]);
-      assert.deepEqual([s!.state, s!.exitCode, s!.durationMs, s!.endedAt, s!.error, s!.updatedAt], ['succeeded', 0, 25, T0 + 40, null, T0 + 40]);
+      assert.deepEqual([s!.state, s!.exitCode, s!.durationMs, s!.endedAt, s!.error, s!.updatedAt, s!.outcome], ['succeeded', 0, 25, T0 + 40, null, T0 + 40, 'succeeded']);
 
       // A terminal task's error is its result's.
       const bad = await h.submit({ name: 'bad', now: T0 + 50, retry: { maxRetries: 0 } });
@@ -204,19 +219,21 @@ export function runViewContract(name: string, open: Opened): void {
       assert.equal(cBad.task.id, bad.id);
       await h.store.endAttempt(cBad.attempt.id, cBad.attempt.fencingToken, { ...endInput('failed'), exitCode: 3, error: 'exit 3: boom' }, 'worker:w1', T0 + 52, { workerId: 'w1' });
       [s] = await h.store.getTaskSummaries([bad.id]);
-      assert.deepEqual([s!.state, s!.exitCode, s!.error], ['failed', 3, 'exit 3: boom']);
+      assert.deepEqual([s!.state, s!.exitCode, s!.error, s!.outcome], ['failed', 3, 'exit 3: boom', 'failed']);
 
       // A task that is not terminal shows its current attempt's error (lost), and its backoff.
       const lost = await h.submit({ name: 'lost', now: T0 + 60 });
       assert.ok(await h.sweep(await h.claim(T0 + 61, 'w1', { leaseMs: EXPIRED }), T0 + 62));
       [s] = await h.store.getTaskSummaries([lost.id]);
-      assert.deepEqual([s!.state, s!.error, s!.workerId, s!.endedAt], ['waiting', 'lease expired', 'w1', T0 + 62]);
+      assert.deepEqual([s!.state, s!.error, s!.workerId, s!.endedAt, s!.outcome], ['waiting', 'lease expired', 'w1', T0 + 62, 'lost']);
       const retrying = await h.submit({ name: 'retrying', now: T0 + 70, retry: { maxRetries: 2, baseDelayMs: 1000 } });
       await h.store.cancelTask(lost.id, 'user:alice', T0 + 70);
       await h.end(await h.claim(T0 + 71), 'failed', T0 + 72);
       [s] = await h.store.getTaskSummaries([retrying.id]);
       assert.equal(s!.state, 'retrying');
+      assert.equal(s!.outcome, 'failed');
       assert.equal(s!.retriesUsed, 1);
+
       assert.ok(s!.runAfter !== null && s!.runAfter > T0 + 72);
 
       // The list and getTaskSummaries agree; unknown ids are left out.

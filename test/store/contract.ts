@@ -17,6 +17,7 @@ import { runFeedContract } from './contract-feed.js';
 import { runViewContract } from './contract-views.js';
 import { runLogContract } from './contract-logs.js';
 import { runTaskContract } from './contract-tasks.js';
+import { runRunLaterContract } from './contract-run-later.js';
 import { runTokenContract } from './contract-tokens.js';
 import { runWebSessionContract } from './contract-web-sessions.js';
 import { runWorkerContract } from './contract-workers.js';
@@ -25,6 +26,7 @@ export { makeSpec, type ContractHooks } from './contract-harness.js';
 
 export function runStoreContract(name: string, open: Opened, hooks: ContractHooks = {}): void {
   runTaskContract(name, open);
+  runRunLaterContract(name, open);
   runBatchContract(name, open, hooks);
   runAttemptContract(name, open);
   runAttemptBatchContract(name, open);

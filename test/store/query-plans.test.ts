@@ -27,6 +27,8 @@ import { newTaskId } from '../../src/core/ids.js';
 import { FEED_SQL as PG_FEED_SQL } from '../../src/store/postgres/feed.js';
 import { LOG_SQL as PG_LOG_SQL } from '../../src/store/postgres/logs.js';
 import { openPostgresStore } from '../../src/store/postgres/postgres-store.js';
+import { DUE_SQL as PG_DUE_SQL } from '../../src/store/postgres/tasks.js';
+import { DUE_SQL as LITE_DUE_SQL } from '../../src/store/sqlite/tasks.js';
 import { postgresTaskListQuery, VIEW_SQL as PG_VIEW_SQL } from '../../src/store/postgres/task-views.js';
 import { FEED_SQL as LITE_FEED_SQL } from '../../src/store/sqlite/feed.js';
 import { LOG_SQL as LITE_LOG_SQL } from '../../src/store/sqlite/logs.js';
@@ -62,6 +64,13 @@ const ROWS: Row[] = Array.from({ length: N }, (_, i) => ({
   createdAt: T0 + i * 100,
 }));
 const MID = ROWS[N / 2]!;
+/**
+ * Due times for promoteDue / nextDueAt: every retrying task's backoff ends 5 s after
+ * it was made, and 1% of the tasks were submitted to run later (ready, run_after set).
+ */
+const DUE_DATA = `
+  UPDATE tasks SET run_after = created_at + 5000 WHERE state = 'retrying';
+  UPDATE tasks SET state = 'ready', run_after = created_at + 60000 WHERE state = 'waiting' AND (created_at - ${T0}) / 100 % 100 = 3;`;
 /** A task with a long log (5,010 chunks), which a viewer pages backwards from its end. */
 const BIG_LOG = ROWS[N - 1]!.id;
 /** The most rows a plan may sort: what an index condition matched, a small part of the table. */
@@ -119,6 +128,7 @@ describe('query plans: SQLite', () => {
         INSERT INTO log_chunks (task_id, attempt, seq, stream, at, data) SELECT '${BIG_LOG}', 1, g.k, 'stdout', ${T0}, x'00' FROM g;
         WITH RECURSIVE g(k) AS (SELECT 0 UNION ALL SELECT k + 1 FROM g WHERE k < 9)
         INSERT INTO log_chunks (task_id, attempt, seq, stream, at, data) SELECT t.id, 1, g.k, 'stdout', t.created_at, x'00' FROM (SELECT id, created_at FROM tasks ORDER BY id LIMIT 2000) t, g;
+        ${DUE_DATA}
         ANALYZE;
       `);
     })();
@@ -187,6 +197,18 @@ describe('query plans: SQLite', () => {
     expect('minute stats', LITE_VIEW_SQL.minutes(false), [T0 + 600_000, T0 + 900_000], /^SEARCH task_minutes USING PRIMARY KEY \(minute>\? AND minute<\?\)/);
     expect('minute stats of an owner', LITE_VIEW_SQL.minutes(true), ['u7', T0 + 600_000, T0 + 900_000], /^SEARCH task_minutes USING (COVERING )?INDEX task_minutes_owner \(owner=\? AND minute>\? AND minute<\?\)/, true);
   });
+
+  it('the due queries (promoteDue, nextDueAt) read tasks_due ranges in run_after order', () => {
+    const mid = T0 + 1_500_000;
+    for (const state of ['retrying', 'ready'] as const) {
+      const p = plan(LITE_DUE_SQL.due(state), [mid, 256]);
+      assert.ok(p.some((d) => /^SEARCH tasks USING (COVERING )?INDEX tasks_due \(state=\? AND run_after<\?\)/.test(d)), `due ${state}:\n${p.join('\n')}`);
+      assert.ok(!p.some((d) => /TEMP B-TREE|^SCAN tasks$/.test(d)), `due ${state}:\n${p.join('\n')}`);
+    }
+    const p = plan(LITE_DUE_SQL.next, []);
+    assert.equal(p.filter((d) => /tasks_due/.test(d)).length, 2, p.join('\n'));
+    assert.ok(!p.some((d) => /^SCAN tasks$/.test(d)), p.join('\n'));
+  });
 });
 
 describe('query plans: PostgreSQL', { skip: PG ? false : PG_SKIP_REASON }, () => {
@@ -212,6 +234,7 @@ describe('query plans: PostgreSQL', { skip: PG ? false : PG_SKIP_REASON }, () =>
       INSERT INTO log_chunks (task_id, attempt, seq, stream, at, data) SELECT '${BIG_LOG}', 1, g, 'stdout', ${T0}, '\\x00' FROM generate_series(10, 5009) g;
       INSERT INTO log_chunks (task_id, attempt, seq, stream, at, data)
         SELECT t.id, 1, g, 'stdout', t.created_at, '\\x00' FROM (SELECT id, created_at FROM tasks ORDER BY id LIMIT 2000) t, generate_series(0, 9) g;
+      ${DUE_DATA}
       ANALYZE;
     `);
   });
@@ -289,5 +312,17 @@ describe('query plans: PostgreSQL', { skip: PG ? false : PG_SKIP_REASON }, () =>
     await expect('readLogsBefore', PG_LOG_SQL.before, [BIG_LOG, 1_000_000, 32], /^log_chunks_task_id$/);
     await expect('minute stats', PG_VIEW_SQL.minutes(false), [T0 + 600_000, T0 + 900_000], /^task_minutes_/, true);
     await expect('minute stats of an owner', PG_VIEW_SQL.minutes(true), [T0 + 600_000, T0 + 900_000, 'u7'], /^task_minutes_/, true);
+  });
+
+  it('the due queries (promoteDue, nextDueAt) read tasks_due and tasks_ready_due', async () => {
+    for (const [label, sql, params] of [
+      ['promoteDue', PG_DUE_SQL.promote, [T0 + 1_500_000, 256]],
+      ['nextDueAt', PG_DUE_SQL.next, []],
+    ] as const) {
+      const { all, text } = await plan(sql, [...params]);
+      const used = new Set(all.filter(isIndexScan).map((n) => n['Index Name']));
+      assert.ok(used.has('tasks_due') && used.has('tasks_ready_due'), `${label}:\n${text}`);
+      assert.ok(!all.some((n) => n['Node Type'] === 'Seq Scan' && n['Relation Name'] === 'tasks'), `${label}: a full scan\n${text}`);
+    }
   });
 });

@@ -20,6 +20,8 @@ const BASE_ENV = { PATH: '/usr/bin:/bin' };
 
 interface Ran {
   error?: string;
+  /** The errno name of a failed start: the same from both spawners. */
+  errno?: string | null;
   pid?: number;
   stdout?: string;
   stderr?: string;
@@ -52,7 +54,7 @@ for (const kind of SPAWNERS) {
     /** Runs to the end; the child's stdout, stderr and how it ended (or the spawn error). */
     async function run(req: Partial<SpawnRequest> & { file: string }): Promise<Ran> {
       const p = await spawner({ args: [], cwd: tmp.dir, env: BASE_ENV, ...req });
-      if ('error' in p) return { error: p.error };
+      if ('error' in p) return { error: p.error, errno: p.code };
       const [stdout, stderr, exit] = await Promise.all([readAll(p.stdout), readAll(p.stderr), p.exited]);
       return { pid: p.pid, stdout, stderr, ...exit };
     }
@@ -78,7 +80,7 @@ for (const kind of SPAWNERS) {
     });
 
     it('ENOENT: a command found nowhere on the PATH', async () => {
-      assert.deepEqual(await run({ file: 'drover-no-such-command' }), { error: 'spawn drover-no-such-command ENOENT' });
+      assert.deepEqual(await run({ file: 'drover-no-such-command' }), { error: 'spawn drover-no-such-command ENOENT', errno: 'ENOENT' });
     });
 
     it('EACCES: a file that is not executable, by path and on the PATH', async () => {
@@ -88,16 +90,16 @@ for (const kind of SPAWNERS) {
       chmodSync(path.join(dir, 'drover-noexec'), 0o644);
       const file = path.join(dir, 'drover-noexec');
       // (root too: execve needs an x bit even for root.)
-      assert.deepEqual(await run({ file }), { error: `spawn ${file} EACCES` });
-      assert.deepEqual(await run({ file: 'drover-noexec', env: { PATH: dir } }), { error: 'spawn drover-noexec EACCES' });
+      assert.deepEqual(await run({ file }), { error: `spawn ${file} EACCES`, errno: 'EACCES' });
+      assert.deepEqual(await run({ file: 'drover-noexec', env: { PATH: dir } }), { error: 'spawn drover-noexec EACCES', errno: 'EACCES' });
     });
 
     it('ENOTDIR: a path through a regular file', async () => {
-      assert.deepEqual(await run({ file: '/etc/passwd/x' }), { error: 'spawn /etc/passwd/x ENOTDIR' });
+      assert.deepEqual(await run({ file: '/etc/passwd/x' }), { error: 'spawn /etc/passwd/x ENOTDIR', errno: 'ENOTDIR' });
     });
 
     it('E2BIG: an argument longer than the kernel takes (128 KiB)', async () => {
-      assert.deepEqual(await run({ file: '/bin/true', args: ['x'.repeat(200_000)] }), { error: 'spawn /bin/true E2BIG' });
+      assert.deepEqual(await run({ file: '/bin/true', args: ['x'.repeat(200_000)] }), { error: 'spawn /bin/true E2BIG', errno: 'E2BIG' });
     });
 
     it('looks the command up in the PATH of the task env, not the agent\'s', async () => {
@@ -108,7 +110,7 @@ for (const kind of SPAWNERS) {
       const r = await run({ file: 'drover-probe-cmd', args: ['x'], env: { PATH: `/nonexistent:${bin}` } });
       assert.equal(r.stdout, 'found x\n');
       // The agent's PATH has sh; the task's does not.
-      assert.deepEqual(await run({ file: 'sh', env: { PATH: '/nonexistent' } }), { error: 'spawn sh ENOENT' });
+      assert.deepEqual(await run({ file: 'sh', env: { PATH: '/nonexistent' } }), { error: 'spawn sh ENOENT', errno: 'ENOENT' });
     });
 
     it('runs in the given cwd with exactly the given environment', async () => {

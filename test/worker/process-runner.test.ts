@@ -5,6 +5,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { LOG_LIMITS } from '../../src/core/protocol.js';
 import { runAttempt, whenCleanedUp } from '../../src/worker/process-runner.js';
+import { TASK_PATH } from '../../src/worker/task-env.js';
 import { collect, exists, spec, SPAWNERS, tempDir } from './helpers.js';
 
 const GRACE = 300;
@@ -55,14 +56,14 @@ for (const spawner of SPAWNERS) describe(`process runner (${spawner} spawner)`, 
     assert.equal(c.text('stderr'), 'bad\n');
   });
 
-  it('reports a spawn failure (ENOENT) as failed with exitCode null', async () => {
+  it('reports a start failure (ENOENT) as start_failed with exitCode null, naming the PATH searched', async () => {
     let startedCalled = false;
     const run = runAttempt(spec({ command: 'drover-no-such-command' }), { ...opts(), onStarted: () => (startedCalled = true) });
     const r = await run.result;
-    assert.equal(r.outcome, 'failed');
+    assert.equal(r.outcome, 'start_failed');
     assert.equal(r.exitCode, null);
     assert.equal(r.signal, null);
-    assert.equal(r.error, 'spawn drover-no-such-command ENOENT');
+    assert.equal(r.error, `cannot start drover-no-such-command: not found in PATH=${TASK_PATH}`);
     assert.equal(startedCalled, false);
     assert.equal(run.pid, null);
   });

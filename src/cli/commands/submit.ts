@@ -16,6 +16,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { Command } from 'commander';
 import { IDEMPOTENCY_KEY_PATTERN } from '../../client/client.js';
 import { RETRY_LIMITS } from '../../core/retry-policy.js';
@@ -25,6 +26,7 @@ import { streamLogs, terminalFilter, waitOutcome } from '../follow-logs.js';
 import { printJson, safeText } from '../output.js';
 import { collect, parseDurationFlag, parseIntFlag, parseKeyValues, parseNumberFlag } from '../parse.js';
 import { UsageError } from '../usage-error.js';
+import { parseAtFlag } from '../parse-at.js';
 import { MAX_BASE_KEY, submitFile } from './submit-file.js';
 
 export const MISSING_COMMAND = 'missing command: drover submit -- CMD [ARGS...]';
@@ -46,13 +48,19 @@ export interface SubmitFlags {
   wait?: boolean;
   json?: boolean;
   fromFile?: string;
+  cwd?: string;
+  at?: string;
+  in?: string;
 }
+
+/** How far ahead --at/--in may schedule (the server's limit, task-input.ts MAX_SCHEDULE_AHEAD_MS). */
+const MAX_AHEAD_MS = 366 * 24 * 3600 * 1000;
 
 /** The flags that describe one task: with --from-file every task's fields come from the file instead. */
 const PER_TASK_FLAGS: ReadonlyArray<[keyof SubmitFlags, string]> = [
   ['name', '--name'], ['retries', '--retries'], ['retryBase', '--retry-base'], ['retryFactor', '--retry-factor'], ['retryCap', '--retry-cap'],
   ['timeout', '--timeout'], ['priority', '--priority'], ['env', '--env'], ['label', '--label'], ['require', '--require'],
-  ['script', '--script'], ['interpreter', '--interpreter'], ['wait', '--wait'],
+  ['script', '--script'], ['interpreter', '--interpreter'], ['wait', '--wait'], ['cwd', '--cwd'], ['at', '--at'], ['in', '--in'],
 ];
 
 /**
@@ -82,7 +90,13 @@ function readTaskFile(file: string): string {
  * The request body for the flags and operands, or a UsageError. Pure except
  * that `--script FILE` is read through `readScript` (stdin for "-").
  */
-export function buildSubmitRequest(argv: readonly string[], f: SubmitFlags, readScript: (file: string) => string = readScriptFile): SubmitTaskRequest {
+export function buildSubmitRequest(
+  argv: readonly string[],
+  f: SubmitFlags,
+  readScript: (file: string) => string = readScriptFile,
+  here: string = process.cwd(),
+  now: Date = new Date(),
+): SubmitTaskRequest {
   const req: SubmitTaskRequest = {};
   if (f.name !== undefined) {
     if (f.name.length < 1 || f.name.length > 200) throw new UsageError(`invalid --name "${f.name}": expected 1..200 characters`);
@@ -109,9 +123,21 @@ export function buildSubmitRequest(argv: readonly string[], f: SubmitFlags, read
   const requires = parseKeyValues('--require', f.require);
   if (Object.keys(requires).length) req.requires = requires;
 
+  if (f.cwd !== undefined) {
+    if (f.cwd === '' || f.cwd.includes('\0')) throw new UsageError(`invalid --cwd "${safeText(f.cwd)}": expected a directory`);
+    // Resolved here, against the directory the CLI runs in; the worker must have the same path.
+    req.cwd = path.resolve(here, f.cwd);
+    if (req.cwd.length > 4096) throw new UsageError('invalid --cwd: the absolute path is longer than 4096 characters');
+  }
+  if (f.at !== undefined && f.in !== undefined) throw new UsageError('--at and --in are exclusive: give one time to run the task');
+  if (f.at !== undefined) req.runAt = parseAtFlag(f.at, now);
+  if (f.in !== undefined) req.delay = parseDurationFlag('--in', f.in, MAX_AHEAD_MS);
+
   if (f.script !== undefined) {
     if (argv.length) throw new UsageError(`--script and a command are exclusive: got --script ${f.script} and command "${argv[0]}"`);
     req.script = readScript(f.script);
+    // A task from a file is named after it (a script read from stdin keeps the server's default, "script").
+    if (req.name === undefined && f.script !== '-') req.name = path.basename(f.script).slice(0, 200) || 'script';
     if (f.interpreter !== undefined) {
       const interp = f.interpreter.trim().split(/\s+/).filter(Boolean);
       if (!interp.length) throw new UsageError('invalid --interpreter "": expected a program, e.g. "python3 -u"');
@@ -125,6 +151,21 @@ export function buildSubmitRequest(argv: readonly string[], f: SubmitFlags, read
     if (args.length) req.args = args;
   }
   return req;
+}
+
+/**
+ * The warning for a command given as a relative path (`./backup.sh`, `../bin/x`)
+ * without --cwd: it resolves in the task's fresh work directory on the worker,
+ * not in the directory the CLI runs in. Null when there is nothing to say.
+ */
+export function relativeCommandWarning(argv: readonly string[], f: Pick<SubmitFlags, 'cwd' | 'script'>, here: string = process.cwd()): string | null {
+  const command = argv[0];
+  if (f.cwd !== undefined || f.script !== undefined || command === undefined) return null;
+  if (!command.startsWith('./') && !command.startsWith('../')) return null;
+  return (
+    `warning: ${safeText(command)} will resolve in the task's work directory on the worker, not in ${safeText(here)} here; ` +
+    `use an absolute path (${safeText(path.resolve(here, command))}) or --cwd DIR (e.g. --cwd .)`
+  );
 }
 
 /** The key to send: the flag's, checked against the server's rule, or a fresh random one. */
@@ -150,19 +191,22 @@ export function submitCommand(): Command {
     .description('submit a task: a command (after --) or an inline script')
     .usage('[options] -- CMD [ARGS...]')
     .argument('[command...]', 'the executable and its arguments, run without a shell')
-    .option('--name <name>', 'task name (default: the command, or "script")')
+    .option('--name <name>', 'task name (default: the command, the --script file\'s name, or "script")')
     .option('--retries <n>', 'retries after a failed attempt, integer 0..100 (default 3)')
-    .option('--retry-base <duration>', 'delay before the first retry (default 1s)')
+    .option('--retry-base <duration>', 'delay before the first retry, e.g. 500ms, 30s, 5m; a bare number is seconds (default 1s)')
     .option('--retry-factor <x>', 'delay multiplier per retry, 1..10 (default 2)')
-    .option('--retry-cap <duration>', 'longest delay between retries (default 1h)')
-    .option('--timeout <duration>', 'wall-clock limit per attempt, e.g. 30s, 5m')
+    .option('--retry-cap <duration>', 'longest delay between retries; a bare number is seconds (default 1h)')
+    .option('--timeout <duration>', 'wall-clock limit per attempt, e.g. 30s, 5m, 1h30m; a bare number is seconds')
     .option('--priority <n>', 'integer -1000..1000, higher runs first (default 0)')
     .option('--env <K=V>', 'environment variable for the task (repeatable)', collect)
     .option('--label <K=V>', 'label (repeatable)', collect)
     .option('--require <K=V>', 'run only on a worker with this label (repeatable; all must match)', collect)
     .option('--idempotency-key <key>', 'submitting again with the same key returns the first task instead of a new one (default: a random key per submit)')
     .option('--script <file>', 'run this script file instead of a command ("-" reads stdin)')
-    .option('--interpreter <argv>', 'with --script: the program that runs it, e.g. "python3 -u" (default sh)')
+    .option('--interpreter <argv>', 'with --script: the program that runs it, e.g. "python3 -u" (default: the script\'s own #! line if it starts with one, else sh)')
+    .option('--cwd <dir>', 'run the task in this directory on the worker (resolved to an absolute path here; default: a fresh work directory)')
+    .option('--at <time>', 'run later: HH:MM (the next such local time), a local YYYY-MM-DDTHH:MM, or ISO 8601 with a zone (2026-12-01T18:00:00Z); a past time runs now')
+    .option('--in <duration>', 'run later, after this long: e.g. 90s, 5m, 1h30m; a bare number is seconds (at most 366 days)')
     .option('--wait', 'stream the log, then exit with the task\'s exit status')
     .option('--from-file <file>', 'submit every task of a JSON Lines file ("-" reads stdin): one POST /v1/tasks object per line, sent in batches of 1000; prints the ids')
     .option('--json', 'print the task as JSON (with --from-file: a JSON array of the tasks)')
@@ -177,6 +221,8 @@ export function submitCommand(): Command {
         return;
       }
       const req = buildSubmitRequest(argv, flags);
+      const warning = relativeCommandWarning(argv, flags);
+      if (warning) process.stderr.write(`drover: ${warning}\n`);
       const idempotencyKey = idempotencyKeyOf(flags);
       const client = connect(cmd);
       const task = await client.submit(req, { idempotencyKey });

@@ -20,7 +20,7 @@ import type { AppContext } from '../context.js';
 import { describeValidation } from '../error-handler.js';
 import { ErrorSchema, SubmitBody, SubmitHeaders, TaskSchema } from '../schemas.js';
 import { taskJson } from '../serialize.js';
-import { requestHash, toTaskSpec } from '../task-input.js';
+import { requestHash, toRunAfter, toTaskSpec } from '../task-input.js';
 
 /**
  * The body limit of this route: 8 MiB, where every other route has 1 MiB
@@ -91,7 +91,7 @@ export function taskBatchRoutes(app: FastifyInstance, ctx: AppContext): void {
       const now = clock.now();
       const items: NewTask[] = req.body.tasks.map((body, i) => {
         try {
-          return { id: newTaskId(now), spec: toTaskSpec(body) };
+          return { id: newTaskId(now), spec: toTaskSpec(body), runAfter: toRunAfter(body, now) };
         } catch (err) {
           if (err instanceof InvalidInputError) throw new InvalidInputError(`tasks[${i}].${err.field}`, err.reason);
           throw err;
@@ -108,6 +108,9 @@ export function taskBatchRoutes(app: FastifyInstance, ctx: AppContext): void {
         }
         throw err;
       }
+      // Items to run later: this server's timer releases the earliest when due (the sweep covers the rest).
+      const due = res.tasks.filter((t) => t.state === 'ready' && t.runAfter !== null).map((t) => t.runAfter!);
+      if (due.length > 0) ctx.scheduler.wakeAtTime(Math.min(...due));
       return reply.code(res.created ? 201 : 200).send({ tasks: res.tasks.map((t) => taskJson(t, p.user)) });
     },
   );

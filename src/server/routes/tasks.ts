@@ -10,7 +10,8 @@ import { principalOf, type Principal } from '../auth.js';
 import type { AppContext } from '../context.js';
 import { ListQuery, LogsQuery, SubmitBody, SubmitHeaders, TaskIdParams, TaskSchema, TaskSummarySchema, AttemptSchema, EventSchema, ErrorSchema } from '../schemas.js';
 import { attemptJson, eventJson, taskJson, taskSummaryJson } from '../serialize.js';
-import { requestHash, toTaskSpec } from '../task-input.js';
+import { requestHash, toRunAfter, toTaskSpec } from '../task-input.js';
+import { specOf } from '../rerun.js';
 
 const TaskEnvelope = Type.Object({ task: TaskSchema });
 const errors = { 400: ErrorSchema, 401: ErrorSchema, 403: ErrorSchema, 404: ErrorSchema, 409: ErrorSchema };
@@ -51,6 +52,7 @@ export function taskRoutes(app: FastifyInstance, ctx: AppContext): void {
         tags: ['tasks'],
         summary: 'Submit a task',
         description:
+          'With runAt or delay the task is created `ready` and released to `waiting` when that time comes (a past runAt runs now). ' +
           'With an Idempotency-Key header the submit can be repeated safely: 201 when this request created the task, ' +
           '200 with the same task when the key (per user) was seen before with the same body, 409 when it was seen with a different body.',
         headers: SubmitHeaders,
@@ -65,18 +67,21 @@ export function taskRoutes(app: FastifyInstance, ctx: AppContext): void {
     async (req, reply) => {
       const p = user(req);
       const spec = toTaskSpec(req.body);
+      const now = clock.now();
+      const runAfter = toRunAfter(req.body, now);
       const key = req.headers['idempotency-key'];
       const idem = key !== undefined ? { key, requestHash: requestHash(req.body) } : undefined;
-      const now = clock.now();
       // The store signals wake: this server's scheduler (and, on PostgreSQL, every server's) dispatches.
       let res;
       try {
-        const created = store.createTask(newTaskId(now), p.user, spec, `user:${p.user}`, now, idem);
+        const created = store.createTask(newTaskId(now), p.user, spec, `user:${p.user}`, now, idem, { runAfter });
         // With group commit (SQLite) a dispatch pass asked for now queues its claim behind this write, in the
         // same transaction: the task is claimed and pushed with one fsync instead of two (submit → process
         // started, issue 9). The wake after the commit still kicks as usual; it then finds nothing more to do.
-        if (store.capabilities.groupCommit) ctx.scheduler.kick();
+        if (store.capabilities.groupCommit && runAfter === null) ctx.scheduler.kick();
         res = await created;
+        // A task to run later: this server's timer releases it when due (every server's sweep also would, within a second).
+        if (res.task.runAfter !== null && res.task.state === 'ready') ctx.scheduler.wakeAtTime(res.task.runAfter);
       } catch (err) {
         // With a key, the store's only conflict is that key bound to another body: say so in the API's words.
         if (idem && err instanceof ConflictError) {
@@ -147,6 +152,49 @@ export function taskRoutes(app: FastifyInstance, ctx: AppContext): void {
       ownedTask(await store.getTask(req.params.id), req.params.id, p);
       const task = await store.retryTask(req.params.id, `user:${p.user}`, clock.now());
       return { task: taskJson(task, p.user) };
+    },
+  );
+
+  app.post<{ Params: TaskIdParams; Headers: SubmitHeaders }>(
+    '/v1/tasks/:id/rerun',
+    {
+      config: people,
+      schema: {
+        tags: ['tasks'],
+        summary: 'Run a fresh copy of a task (any state, succeeded included)',
+        description:
+          'Creates a new task with the same spec (command or script, env, timeout, retry policy, priority, labels, requires, cwd), a new id, ' +
+          'owned by the original task\'s owner, and runs it now (state waiting, even if the original was submitted to run later). ' +
+          'Its submitted event has detail {"rerunOf": "<id>"}. Owner or admin only (anyone else gets 404, as for retry). ' +
+          'An Idempotency-Key works as for submit: 201 when created, 200 with the same new task on a repeat.',
+        params: TaskIdParams,
+        headers: SubmitHeaders,
+        response: {
+          201: { description: 'Created', ...TaskEnvelope },
+          200: { description: 'A repeat with the same Idempotency-Key: the task it created', ...TaskEnvelope },
+          ...errors,
+        },
+      },
+    },
+    async (req, reply) => {
+      const p = user(req);
+      const original = ownedTask(await store.getTask(req.params.id), req.params.id, p);
+      const key = req.headers['idempotency-key'];
+      // The key is bound to "a rerun of this task": the same key for another task's rerun is a 409.
+      const idem = key !== undefined ? { key, requestHash: requestHash({ rerunOf: original.id }) } : undefined;
+      const now = clock.now();
+      let res;
+      try {
+        const created = store.createTask(newTaskId(now), original.owner, specOf(original), `user:${p.user}`, now, idem, { detail: { rerunOf: original.id } });
+        if (store.capabilities.groupCommit) ctx.scheduler.kick();
+        res = await created;
+      } catch (err) {
+        if (idem && err instanceof ConflictError) {
+          throw new ConflictError(`Idempotency-Key "${idem.key}" was already used for a different request; use a new key for a new rerun`);
+        }
+        throw err;
+      }
+      return reply.code(res.created ? 201 : 200).send({ task: taskJson(res.task, p.user) });
     },
   );
 

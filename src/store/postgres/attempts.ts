@@ -13,7 +13,7 @@ import { planAttemptEnd } from '../../core/attempt-end.js';
 import { checkFence } from '../../core/fence.js';
 import { newFencingToken } from '../../core/ids.js';
 import type { StopOrder } from '../../core/protocol.js';
-import type { Attempt } from '../../core/task.js';
+import { attemptStateOf, type Attempt } from '../../core/task.js';
 import { assertTransition } from '../../core/task-state.js';
 import type { AttemptEndResult, AttemptStore, Claim, ClaimingWorker, EndAndClaimResult, EndGuard, EndRequest, RefillClaim, RenewResult, ReportCheck } from '../attempts.js';
 import { attemptFromRow, taskFromRow, type AttemptRow, type TaskRow } from '../rows.js';
@@ -163,7 +163,7 @@ async function endIn(tx: Tx, requests: EndRequest[], now: number): Promise<Array
       planned.add(row.task.id);
       const plan = planAttemptEnd(taskFromRow(row.task), { ...r.end, attempt: row.attempt.number }, now);
       a.id.push(r.attemptId);
-      a.state.push(r.end.outcome);
+      a.state.push(attemptStateOf(r.end.outcome));
       a.exitCode.push(r.end.exitCode);
       a.signal.push(r.end.signal);
       a.error.push(r.end.error);

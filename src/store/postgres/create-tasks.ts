@@ -36,24 +36,29 @@ import { isUniqueViolation } from './pg-errors.js';
  */
 const INSERT_BATCH = `WITH u AS (
   SELECT * FROM unnest($6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[],
-                       $14::bigint[], $15::int[], $16::bigint[], $17::float8[], $18::bigint[], $19::int[], $20::text[], $21::text[])
+                       $14::bigint[], $15::int[], $16::bigint[], $17::float8[], $18::bigint[], $19::int[], $20::text[], $21::text[],
+                       $22::text[], $23::bigint[])
     WITH ORDINALITY AS u(id, name, command, args, script, interpreter, env, labels,
-                         timeout_ms, max_retries, retry_base_delay_ms, retry_factor, retry_max_delay_ms, priority, requires, kind, n)
+                         timeout_ms, max_retries, retry_base_delay_ms, retry_factor, retry_max_delay_ms, priority, requires, kind,
+                         cwd, run_after, n)
 ), t AS (
   INSERT INTO tasks (id, owner, state, name, kind, command, args, script, interpreter, env, timeout_ms,
-    max_retries, retry_base_delay_ms, retry_factor, retry_max_delay_ms, priority, labels, requires,
+    max_retries, retry_base_delay_ms, retry_factor, retry_max_delay_ms, priority, labels, requires, cwd, run_after,
     idempotency_key, request_hash, created_at, updated_at)
-  SELECT u.id, $1, 'waiting', u.name, u.kind, u.command, u.args, u.script, u.interpreter, u.env, u.timeout_ms,
-    u.max_retries, u.retry_base_delay_ms, u.retry_factor, u.retry_max_delay_ms, u.priority, u.labels, u.requires,
+  SELECT u.id, $1, CASE WHEN u.run_after IS NULL THEN 'waiting' ELSE 'ready' END, u.name, u.kind, u.command, u.args, u.script, u.interpreter, u.env, u.timeout_ms,
+    u.max_retries, u.retry_base_delay_ms, u.retry_factor, u.retry_max_delay_ms, u.priority, u.labels, u.requires, u.cwd, u.run_after,
     $4::text || ' ' || (u.n - 1)::text, $5::text, $2::bigint, $2::bigint
   FROM u ORDER BY u.n
   ON CONFLICT (owner, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
   RETURNING id
 ), e AS (
   INSERT INTO task_events (task_id, from_state, to_state, reason, actor, at, detail)
-  SELECT u.id, v.f, v.s, v.r, $3::text, $2::bigint, NULL
+  SELECT u.id, v.f, v.s, v.r, $3::text, $2::bigint,
+         CASE WHEN v.o = 1 AND u.run_after IS NOT NULL THEN json_build_object('runAfter', u.run_after)::text END
   FROM u JOIN t ON t.id = u.id,
        (VALUES (1, NULL::text, 'ready', 'submitted'), (2, 'ready', 'waiting', 'released')) AS v(o, f, s, r)
+  -- A task to run later (run_after) gets only its submitted event; promoteDue releases it.
+  WHERE v.o = 1 OR u.run_after IS NULL
   ORDER BY u.n, v.o
 )
 SELECT count(*)::int AS n FROM t`;
@@ -65,8 +70,8 @@ const STORED_BATCH = 'SELECT * FROM tasks WHERE owner = $1 AND idempotency_key I
 class KeyTaken extends Error {}
 
 function columns(tasks: readonly NewTask[]): unknown[][] {
-  const cols: unknown[][] = Array.from({ length: 16 }, () => new Array(tasks.length));
-  tasks.forEach(({ id, spec: s }, i) => {
+  const cols: unknown[][] = Array.from({ length: 18 }, () => new Array(tasks.length));
+  tasks.forEach(({ id, spec: s, runAfter }, i) => {
     cols[0]![i] = id;
     cols[1]![i] = s.name;
     cols[2]![i] = s.command;
@@ -83,6 +88,8 @@ function columns(tasks: readonly NewTask[]): unknown[][] {
     cols[13]![i] = s.priority;
     cols[14]![i] = JSON.stringify(s.requires);
     cols[15]![i] = s.kind;
+    cols[16]![i] = s.cwd;
+    cols[17]![i] = runAfter ?? null;
   });
   return cols;
 }
@@ -103,7 +110,7 @@ export function postgresCreateTasks(db: Db) {
         }
         if (inserted !== tasks.length) throw new KeyTaken();
         tx.signal({ kind: 'wake' });
-        const out: Task[] = tasks.map(({ id, spec }) => newWaitingTask(id, owner, spec, now));
+        const out: Task[] = tasks.map(({ id, spec, runAfter }) => newWaitingTask(id, owner, spec, now, runAfter ?? null));
         return { tasks: out, created: true };
       });
     } catch (e) {

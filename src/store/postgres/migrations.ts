@@ -465,6 +465,17 @@ $f$;
 CREATE TRIGGER attempts_inserted AFTER INSERT ON attempts REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION drover_attempts_inserted();
 `,
   },
+  {
+    version: 6,
+    name: 'task cwd; tasks submitted to run later (ready with run_after)',
+    sql: `
+-- The directory an attempt runs in on the worker (NULL: its work directory).
+ALTER TABLE tasks ADD COLUMN cwd TEXT;
+-- promoteDue / nextDueAt for tasks submitted to run later: the scheduled 'ready'
+-- tasks in run_after order (a ready task a manual retry holds has no run_after).
+CREATE INDEX tasks_ready_due ON tasks (run_after, id) WHERE state = 'ready' AND run_after IS NOT NULL;
+`,
+  },
 ];
 
 /** The schema version this code writes. */

@@ -12,7 +12,7 @@ import { countsOf, minuteFloor, minuteStatFromRow, runningAttemptFromRow, taskSu
 import type { Db } from './db.js';
 import { checkLimit } from './sql.js';
 
-const SUMMARY_COLUMNS = summaryColumns("(t.result::json ->> 'error')");
+const SUMMARY_COLUMNS = summaryColumns("(t.result::json ->> 'error')", "(t.result::json ->> 'outcome')");
 
 export interface PostgresQuery {
   sql: string;

@@ -9,7 +9,8 @@ import { ConflictError, NotFoundError } from '../../core/errors.js';
 import type { Attempt, Task, TaskEvent, TaskSpec } from '../../core/task.js';
 import { assertTransition } from '../../core/task-state.js';
 import { attemptFromRow, eventFromRow, taskFromRow, type AttemptRow, type EventRow, type TaskRow } from '../rows.js';
-import type { CancelResult, CreateResult, Idempotency, TaskFilter, TaskPage, TaskStore } from '../tasks.js';
+import type { CancelResult, CreateOptions, CreateResult, Idempotency, TaskFilter, TaskPage, TaskStore } from '../tasks.js';
+import { submittedDetail } from '../batch.js';
 import type { Db, Tx } from './db.js';
 import { isUniqueViolation } from './pg-errors.js';
 import { taskSpecColumns } from './rows.js';
@@ -17,6 +18,35 @@ import { checkLimit, SCHEDULER_ACTOR } from './sql.js';
 import { postgresCreateTasks } from './create-tasks.js';
 import { postgresTaskListQuery } from './task-views.js';
 import { pageOf } from '../task-list.js';
+
+/**
+ * The due queries (promoteDue, nextDueAt): retrying tasks through tasks_due,
+ * scheduled ready ones through tasks_ready_due (both partial, in run_after
+ * order); test/store/query-plans.test.ts checks them.
+ */
+export const DUE_SQL = {
+  /** $1 now, $2 limit (of each kind). */
+  promote: `WITH backoff AS (
+               SELECT id, run_after, state FROM tasks
+               WHERE state = 'retrying' AND run_after <= $1
+               ORDER BY run_after, id
+               LIMIT $2
+               FOR NO KEY UPDATE SKIP LOCKED
+             ), scheduled AS (
+               SELECT id, run_after, state FROM tasks
+               WHERE state = 'ready' AND run_after IS NOT NULL AND run_after <= $1
+               ORDER BY run_after, id
+               LIMIT $2
+               FOR NO KEY UPDATE SKIP LOCKED
+             ), due AS (
+               SELECT * FROM backoff UNION ALL SELECT * FROM scheduled
+             )
+             UPDATE tasks t SET state = 'waiting', run_after = NULL, updated_at = $1
+             FROM due WHERE t.id = due.id AND t.state = due.state
+             RETURNING t.id, due.run_after, due.state AS from_state`,
+  next: `SELECT least((SELECT min(run_after) FROM tasks WHERE state = 'retrying'),
+                  (SELECT min(run_after) FROM tasks WHERE state = 'ready' AND run_after IS NOT NULL)) AS t`,
+} as const;
 
 export function postgresTasks(db: Db): TaskStore {
   return {
@@ -32,35 +62,42 @@ export function postgresTasks(db: Db): TaskStore {
      * the first to commit and then inserts nothing (no task, no events), and
      * the existing row is read in a new statement, whose snapshot sees it.
      */
-    async createTask(id: string, owner: string, spec: TaskSpec, actor: string, now: number, idem?: Idempotency): Promise<CreateResult> {
+    async createTask(id: string, owner: string, spec: TaskSpec, actor: string, now: number, idem?: Idempotency, opts: CreateOptions = {}): Promise<CreateResult> {
       assertTransition('ready', 'waiting', 'released');
+      const runAfter = opts.runAfter ?? null;
+      const detail = submittedDetail(runAfter, opts.detail);
       const row = await db.single(async (tx) => {
         const { columns, values } = taskSpecColumns(spec);
-        const placeholders = values.map((_, i) => `$${i + 7}`).join(', ');
+        const placeholders = values.map((_, i) => `$${i + 9}`).join(', ');
         let inserted: TaskRow | undefined;
         try {
           inserted = (
             await tx.query<TaskRow>(
               `WITH t AS (
-                 INSERT INTO tasks (id, owner, created_at, updated_at, state, idempotency_key, request_hash, ${columns.join(', ')})
-                 VALUES ($1, $2, $3, $3, 'waiting', $5, $6, ${placeholders})
+                 INSERT INTO tasks (id, owner, created_at, updated_at, state, idempotency_key, request_hash, run_after, ${columns.join(', ')})
+                 VALUES ($1, $2, $3, $3, CASE WHEN $7::bigint IS NULL THEN 'waiting' ELSE 'ready' END, $5, $6, $7::bigint, ${placeholders})
                  ON CONFLICT (owner, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
                  RETURNING *
                ), e AS (
+                 -- A task to run later (run_after) gets only the submitted event; promoteDue releases it.
                  INSERT INTO task_events (task_id, from_state, to_state, reason, actor, at, detail)
-                 SELECT t.id, v.f, v.s, v.r, $4::text, $3::bigint, NULL
+                 SELECT t.id, v.f, v.s, v.r, $4::text, $3::bigint, CASE WHEN v.o = 1 THEN $8::text END
                  FROM t, (VALUES (1, NULL::text, 'ready', 'submitted'), (2, 'ready', 'waiting', 'released')) AS v(o, f, s, r)
+                 WHERE v.o = 1 OR $7::bigint IS NULL
                  ORDER BY v.o
                )
                SELECT * FROM t`,
-              [id, owner, now, actor, idem?.key ?? null, idem?.requestHash ?? null, ...values],
+              [id, owner, now, actor, idem?.key ?? null, idem?.requestHash ?? null, runAfter, detail === null ? null : JSON.stringify(detail), ...values],
             )
           ).rows[0];
         } catch (e) {
           if (isUniqueViolation(e)) throw new ConflictError(`task ${id} already exists`);
           throw e;
         }
-        if (inserted) tx.signal({ kind: 'wake' }, { kind: 'task', taskId: id });
+        if (inserted) {
+          if (runAfter === null) tx.signal({ kind: 'wake' }, { kind: 'task', taskId: id });
+          else tx.signal({ kind: 'task', taskId: id });
+        }
         return inserted;
       });
       if (row) return { task: taskFromRow(row), created: true };
@@ -163,31 +200,35 @@ export function postgresTasks(db: Db): TaskStore {
      * holds: another server is promoting or cancelling them) and moves them in
      * one statement; the events follow in due order.
      */
+    /**
+     * Locks at most `limit` due tasks (skipping those another transaction
+     * holds: another server is promoting or cancelling them), retrying ones
+     * (tasks_due) and scheduled ready ones (tasks_ready_due), and moves them in
+     * one statement; the events follow in due order.
+     */
     async promoteDue(now: number, limit: number): Promise<string[]> {
       checkLimit('limit', limit);
       return db.write(async (tx) => {
         assertTransition('retrying', 'waiting', 'backoff_elapsed');
+        assertTransition('ready', 'waiting', 'released');
         const promoted = (
-          await tx.query<{ id: string; run_after: number }>(
-            `WITH due AS (
-               SELECT id, run_after FROM tasks
-               WHERE state = 'retrying' AND run_after <= $1
-               ORDER BY run_after, id
-               LIMIT $2
-               FOR NO KEY UPDATE SKIP LOCKED
-             )
-             UPDATE tasks t SET state = 'waiting', run_after = NULL, updated_at = $1
-             FROM due WHERE t.id = due.id AND t.state = 'retrying'
-             RETURNING t.id, due.run_after`,
+          await tx.query<{ id: string; run_after: number; from_state: 'retrying' | 'ready' }>(
+            DUE_SQL.promote,
             [now, limit],
           )
         ).rows.sort((a, b) => a.run_after - b.run_after || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
         if (promoted.length === 0) return [];
         await tx.query(
           `INSERT INTO task_events (task_id, from_state, to_state, reason, actor, at, detail)
-           SELECT u.id, 'retrying', 'waiting', 'backoff_elapsed', $1, $2, u.detail
-           FROM unnest($3::text[], $4::text[]) WITH ORDINALITY AS u(id, detail, n) ORDER BY u.n`,
-          [SCHEDULER_ACTOR, now, promoted.map((p) => p.id), promoted.map((p) => JSON.stringify({ runAfter: p.run_after }))],
+           SELECT u.id, u.f, 'waiting', CASE WHEN u.f = 'ready' THEN 'released' ELSE 'backoff_elapsed' END, $1, $2, u.detail
+           FROM unnest($3::text[], $4::text[], $5::text[]) WITH ORDINALITY AS u(id, detail, f, n) ORDER BY u.n`,
+          [
+            SCHEDULER_ACTOR,
+            now,
+            promoted.map((p) => p.id),
+            promoted.map((p) => JSON.stringify(p.from_state === 'ready' ? { scheduled: true, runAfter: p.run_after } : { runAfter: p.run_after })),
+            promoted.map((p) => p.from_state),
+          ],
         );
         for (const p of promoted) tx.signal({ kind: 'wake' }, { kind: 'task', taskId: p.id });
         return promoted.map((p) => p.id);
@@ -195,7 +236,7 @@ export function postgresTasks(db: Db): TaskStore {
     },
 
     async nextDueAt(): Promise<number | null> {
-      return db.read(async (q) => (await q.query<{ t: number | null }>("SELECT min(run_after) AS t FROM tasks WHERE state = 'retrying'")).rows[0]!.t);
+      return db.read(async (q) => (await q.query<{ t: number | null }>(DUE_SQL.next)).rows[0]!.t);
     },
   };
 }

@@ -10,7 +10,7 @@ import { planAttemptEnd, type AttemptEndInput } from '../../core/attempt-end.js'
 import { checkFence, type FenceReason } from '../../core/fence.js';
 import { FENCING_TOKEN_PATTERN, newFencingToken } from '../../core/ids.js';
 import type { StopOrder } from '../../core/protocol.js';
-import type { Attempt } from '../../core/task.js';
+import { attemptStateOf, type Attempt } from '../../core/task.js';
 import { assertTransition, type TaskState } from '../../core/task-state.js';
 import type { AttemptEndResult, AttemptStore, Claim, ClaimingWorker, EndAndClaimResult, EndGuard, EndRequest, RefillClaim, RenewResult, ReportCheck } from '../attempts.js';
 import { attemptFromRow, taskFromRow, type AttemptRow, type TaskRow } from '../rows.js';
@@ -117,7 +117,7 @@ function endIn(d: SqliteDb, r: EndRequest, now: number): AttemptEndResult | null
       `UPDATE attempts SET state = @state, ended_at = @now, exit_code = @exitCode, signal = @signal, error = @error, duration_ms = @durationMs
        WHERE id = @id AND state = 'running' RETURNING *`,
     )
-    .get({ id: attemptId, state: end.outcome, now, exitCode: end.exitCode, signal: end.signal, error: end.error, durationMs: end.durationMs }) as AttemptRow;
+    .get({ id: attemptId, state: attemptStateOf(end.outcome), now, exitCode: end.exitCode, signal: end.signal, error: end.error, durationMs: end.durationMs }) as AttemptRow;
   let task = f.task;
   // A plan with no event and no result (the task was retried while this attempt ran) leaves the task as it is.
   if (plan.event !== null || plan.result !== null) {

@@ -26,16 +26,22 @@ import { isUniqueViolation } from './sqlite-errors.js';
 
 /** @key: the batch key (NULL: none; item i's key is "@key i", batch.ts); @rows: one JSON array per task (batch.ts batchRowsJson). */
 const INSERT_TASKS = `INSERT INTO tasks (id, owner, state, name, kind, command, args, script, interpreter, env, timeout_ms,
-   max_retries, retry_base_delay_ms, retry_factor, retry_max_delay_ms, priority, labels, requires,
+   max_retries, retry_base_delay_ms, retry_factor, retry_max_delay_ms, priority, labels, requires, cwd, run_after,
    idempotency_key, request_hash, created_at, updated_at)
- SELECT j.value ->> 0, @owner, 'waiting', j.value ->> 1, j.value ->> 2, j.value ->> 3, j.value ->> 4, j.value ->> 5, j.value ->> 6, j.value ->> 7, j.value ->> 8,
-   j.value ->> 9, j.value ->> 10, j.value ->> 11, j.value ->> 12, j.value ->> 13, j.value ->> 14, j.value ->> 15,
+ SELECT j.value ->> 0, @owner, CASE WHEN j.value ->> 17 IS NULL THEN 'waiting' ELSE 'ready' END,
+   j.value ->> 1, j.value ->> 2, j.value ->> 3, j.value ->> 4, j.value ->> 5, j.value ->> 6, j.value ->> 7, j.value ->> 8,
+   j.value ->> 9, j.value ->> 10, j.value ->> 11, j.value ->> 12, j.value ->> 13, j.value ->> 14, j.value ->> 15, j.value ->> 16, j.value ->> 17,
    @key || ' ' || j.key, @hash, @now, @now
  FROM json_each(@rows) AS j ORDER BY j.key`;
-/** @ids: the task ids (JSON): both events of each task, in item order. */
+/**
+ * @rows as above: both events of each task released now, only `submitted` (detail
+ * { runAfter }) of a task to run later, in item order.
+ */
 const INSERT_EVENTS = `INSERT INTO task_events (task_id, from_state, to_state, reason, actor, at, detail)
- SELECT j.value, v.f, v.s, v.r, @actor, @now, NULL
- FROM json_each(@ids) AS j, (SELECT 1 AS o, NULL AS f, 'ready' AS s, 'submitted' AS r UNION ALL SELECT 2, 'ready', 'waiting', 'released') AS v
+ SELECT j.value ->> 0, v.f, v.s, v.r, @actor, @now,
+   CASE WHEN v.o = 1 AND j.value ->> 17 IS NOT NULL THEN json_object('runAfter', j.value -> 17) END
+ FROM json_each(@rows) AS j, (SELECT 1 AS o, NULL AS f, 'ready' AS s, 'submitted' AS r UNION ALL SELECT 2, 'ready', 'waiting', 'released') AS v
+ WHERE v.o = 1 OR j.value ->> 17 IS NULL
  ORDER BY j.key, v.o`;
 /** The stored items of one batch key: an index range of tasks_owner_idempotency_key (the key range of batch.ts). */
 const STORED_BATCH = 'SELECT * FROM tasks WHERE owner = ? AND idempotency_key IS NOT NULL AND idempotency_key >= ? AND idempotency_key < ?';
@@ -60,8 +66,8 @@ export function sqliteCreateTasks(d: SqliteDb) {
         if (isUniqueViolation(e)) throw new ConflictError(`a task id of this batch already exists (${(e as Error).message})`);
         throw e;
       }
-      d.q(INSERT_EVENTS).run({ actor, now, ids: JSON.stringify(tasks.map((t) => t.id)) });
-      const out: Task[] = tasks.map(({ id, spec }) => newWaitingTask(id, owner, spec, now));
+      d.q(INSERT_EVENTS).run({ actor, now, rows });
+      const out: Task[] = tasks.map(({ id, spec, runAfter }) => newWaitingTask(id, owner, spec, now, runAfter ?? null));
       d.signal({ kind: 'wake' });
       return { tasks: out, created: true };
     });

@@ -321,6 +321,16 @@ CREATE INDEX attempts_running_worker ON attempts (worker_id, started_at, id) WHE
     // stays the same, and this version only keeps the numbering in step.
     sql: '',
   },
+  {
+    version: 6,
+    name: 'task cwd; tasks submitted to run later (ready with run_after)',
+    // cwd: the directory an attempt runs in on the worker (NULL: its work directory).
+    // A task submitted with runAt/delay is stored 'ready' with run_after set; promoteDue
+    // releases it through tasks_due (state, run_after, id), which already covers the
+    // 'ready' range, so no index is added here (PostgreSQL's tasks_due is partial and
+    // gets a sibling).
+    sql: `ALTER TABLE tasks ADD COLUMN cwd TEXT;`,
+  },
 ];
 
 /** The schema version this code writes. */

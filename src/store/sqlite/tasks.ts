@@ -9,7 +9,8 @@ import { ConflictError, InvalidInputError, NotFoundError } from '../../core/erro
 import type { Attempt, Task, TaskEvent, TaskSpec } from '../../core/task.js';
 import { assertTransition } from '../../core/task-state.js';
 import { attemptFromRow, eventFromRow, taskFromRow, taskSpecParams, type AttemptRow, type EventRow, type TaskRow } from '../rows.js';
-import type { CancelResult, CreateResult, Idempotency, TaskFilter, TaskPage, TaskStore } from '../tasks.js';
+import type { CancelResult, CreateOptions, CreateResult, Idempotency, TaskFilter, TaskPage, TaskStore } from '../tasks.js';
+import { submittedDetail } from '../batch.js';
 import type { SqliteDb } from './db.js';
 import { attemptRow, checkLimit, insertEvent, runningAttemptOf, SCHEDULER_ACTOR, taskRow } from './records.js';
 import { isUniqueViolation } from './sqlite-errors.js';
@@ -28,6 +29,17 @@ function storeStop(d: SqliteDb, stop: { attemptId: number; reason: string }): At
   return d.q("UPDATE attempts SET stop_reason = ? WHERE id = ? AND state = 'running' RETURNING *").get(stop.reason, stop.attemptId) as AttemptRow | undefined;
 }
 
+/**
+ * The due queries (promoteDue, nextDueAt): each a range of tasks_due (state,
+ * run_after, id) in run_after order; test/store/query-plans.test.ts checks them.
+ */
+export const DUE_SQL = {
+  /** ?1 now, ?2 limit. */
+  due: (state: 'retrying' | 'ready') => `SELECT id, run_after, state FROM tasks WHERE state = '${state}' AND run_after <= ? ORDER BY run_after, id LIMIT ?`,
+  next:
+    "SELECT min(t) AS t FROM (SELECT min(run_after) AS t FROM tasks WHERE state = 'retrying' UNION ALL SELECT min(run_after) FROM tasks WHERE state = 'ready' AND run_after IS NOT NULL)",
+} as const;
+
 export function sqliteTasks(d: SqliteDb): TaskStore {
   return {
     /**
@@ -35,8 +47,9 @@ export function sqliteTasks(d: SqliteDb): TaskStore {
      * IMMEDIATE transaction, so two submits with one key cannot both insert;
      * the unique index tasks_owner_idempotency_key backs it up.
      */
-    async createTask(id: string, owner: string, spec: TaskSpec, actor: string, now: number, idem?: Idempotency): Promise<CreateResult> {
+    async createTask(id: string, owner: string, spec: TaskSpec, actor: string, now: number, idem?: Idempotency, opts: CreateOptions = {}): Promise<CreateResult> {
       if (idem && (typeof idem.key !== 'string' || idem.key === '')) throw new InvalidInputError('Idempotency-Key', 'must be a non-empty string');
+      const runAfter = opts.runAfter ?? null;
       return d.write(() => {
         if (idem) {
           const first = d.q('SELECT * FROM tasks WHERE owner = ? AND idempotency_key = ?').get(owner, idem.key) as TaskRow | undefined;
@@ -49,24 +62,38 @@ export function sqliteTasks(d: SqliteDb): TaskStore {
         let row: TaskRow;
         try {
           // Stored directly as waiting: both transitions happen in this transaction, so `ready` is never visible.
+          // A task to run later stays ready (with run_after) until promoteDue releases it.
           row = d
             .q(
-              `INSERT INTO tasks (id, owner, state, name, kind, command, args, script, interpreter, env, timeout_ms,
+              `INSERT INTO tasks (id, owner, state, name, kind, command, args, script, interpreter, env, timeout_ms, cwd,
                  max_retries, retry_base_delay_ms, retry_factor, retry_max_delay_ms, priority, labels, requires,
-                 idempotency_key, request_hash, created_at, updated_at)
-               VALUES (@id, @owner, 'waiting', @name, @kind, @command, @args, @script, @interpreter, @env, @timeout_ms,
+                 idempotency_key, request_hash, run_after, created_at, updated_at)
+               VALUES (@id, @owner, @state, @name, @kind, @command, @args, @script, @interpreter, @env, @timeout_ms, @cwd,
                  @max_retries, @retry_base_delay_ms, @retry_factor, @retry_max_delay_ms, @priority, @labels, @requires,
-                 @idempotency_key, @request_hash, @now, @now)
+                 @idempotency_key, @request_hash, @run_after, @now, @now)
                RETURNING *`,
             )
-            .get({ id, owner, now, ...taskSpecParams(spec), idempotency_key: idem?.key ?? null, request_hash: idem?.requestHash ?? null }) as TaskRow;
+            .get({
+              id,
+              owner,
+              now,
+              state: runAfter === null ? 'waiting' : 'ready',
+              run_after: runAfter,
+              ...taskSpecParams(spec),
+              idempotency_key: idem?.key ?? null,
+              request_hash: idem?.requestHash ?? null,
+            }) as TaskRow;
         } catch (e) {
           if (isUniqueViolation(e)) throw new ConflictError(`task ${id} already exists`);
           throw e;
         }
-        insertEvent(d, id, null, 'ready', 'submitted', actor, now, null);
-        insertEvent(d, id, 'ready', 'waiting', 'released', actor, now, null);
-        d.signal({ kind: 'wake' }, { kind: 'task', taskId: id });
+        insertEvent(d, id, null, 'ready', 'submitted', actor, now, submittedDetail(runAfter, opts.detail));
+        if (runAfter === null) {
+          insertEvent(d, id, 'ready', 'waiting', 'released', actor, now, null);
+          d.signal({ kind: 'wake' }, { kind: 'task', taskId: id });
+        } else {
+          d.signal({ kind: 'task', taskId: id });
+        }
         return { task: taskFromRow(row), created: true };
       });
     },
@@ -151,17 +178,27 @@ export function sqliteTasks(d: SqliteDb): TaskStore {
       });
     },
 
+    /**
+     * Retrying and scheduled ready tasks are two ranges of tasks_due (state, run_after, id):
+     * each read in run_after order (at most `limit` of each), promoted in due order.
+     */
     async promoteDue(now: number, limit: number): Promise<string[]> {
       checkLimit(limit);
       return d.write(() => {
-        const due = d.q("SELECT id, run_after FROM tasks WHERE state = 'retrying' AND run_after <= ? ORDER BY run_after, id LIMIT ?").all(now, limit) as Array<
-          Pick<TaskRow, 'id' | 'run_after'>
-        >;
-        const promote = d.q("UPDATE tasks SET state = 'waiting', run_after = NULL, updated_at = ? WHERE id = ? AND state = 'retrying'");
+        const dueIn = (state: 'retrying' | 'ready') => d.q(DUE_SQL.due(state)).all(now, limit) as Array<Pick<TaskRow, 'id' | 'run_after' | 'state'>>;
+        const due = [...dueIn('retrying'), ...dueIn('ready')]
+          .sort((a, b) => a.run_after! - b.run_after! || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+        const promote = d.q("UPDATE tasks SET state = 'waiting', run_after = NULL, updated_at = ? WHERE id = ? AND state = ?");
         for (const t of due) {
-          assertTransition('retrying', 'waiting', 'backoff_elapsed');
-          promote.run(now, t.id);
-          insertEvent(d, t.id, 'retrying', 'waiting', 'backoff_elapsed', SCHEDULER_ACTOR, now, { runAfter: t.run_after });
+          if (t.state === 'retrying') {
+            assertTransition('retrying', 'waiting', 'backoff_elapsed');
+            promote.run(now, t.id, 'retrying');
+            insertEvent(d, t.id, 'retrying', 'waiting', 'backoff_elapsed', SCHEDULER_ACTOR, now, { runAfter: t.run_after });
+          } else {
+            assertTransition('ready', 'waiting', 'released');
+            promote.run(now, t.id, 'ready');
+            insertEvent(d, t.id, 'ready', 'waiting', 'released', SCHEDULER_ACTOR, now, { scheduled: true, runAfter: t.run_after });
+          }
           d.signal({ kind: 'wake' }, { kind: 'task', taskId: t.id });
         }
         return due.map((t) => t.id);
@@ -169,7 +206,7 @@ export function sqliteTasks(d: SqliteDb): TaskStore {
     },
 
     async nextDueAt(): Promise<number | null> {
-      return d.read(() => (d.q("SELECT min(run_after) AS t FROM tasks WHERE state = 'retrying'").get() as { t: number | null }).t);
+      return d.read(() => (d.q(DUE_SQL.next).get() as { t: number | null }).t);
     },
   };
 }
