@@ -27,21 +27,11 @@ export const DEFAULT_WIDTH = 80;
 const MIN_NAME = 8;
 const MIN_WORKER = 6;
 
-/** The outcome the list API may carry on a summary row (older servers send none). */
-type Outcome = 'succeeded' | 'failed' | 'timed_out' | 'cancelled' | 'lost' | 'start_failed' | string;
-type Row = TaskSummary & { outcome?: Outcome | null };
+type Row = TaskSummary;
 
-/**
- * The ended attempt's outcome: the row's `outcome` when the server sends it,
- * else read from its error text (the agent's "timed out after N ms", the
- * server's lost-worker errors), else from the state.
- */
-export function outcomeOf(t: Row): Outcome | null {
-  if (t.outcome) return t.outcome;
-  if (t.endedAt === null) return null;
-  if (t.error && /^timed out\b/i.test(t.error)) return 'timed_out';
-  if (t.error && /\blost\b/i.test(t.error) && t.exitCode === null && t.signal === null) return 'lost';
-  return null;
+/** How the row's task (or its current attempt) ended, as the list API's `outcome` says; null while nothing ended. */
+export function outcomeOf(t: Row): TaskSummary['outcome'] {
+  return t.outcome;
 }
 
 export function stateCell(t: Row): string {

@@ -123,6 +123,7 @@ export function makeSummary(over: Record<string, unknown> = {}) {
     signal: null,
     error: null,
     runAfter: null,
+    outcome: null,
     ...over,
   };
 }

@@ -15,12 +15,12 @@ const ended = { startedAt: '2026-12-01T11:59:00Z', endedAt: '2026-12-01T11:59:30
 
 describe('ls table', () => {
   it('names the outcome in STATE and never shows a timeout as SIGTERM', () => {
-    const timedOut = makeSummary({ ...ended, state: 'failed', signal: 'SIGTERM', error: 'timed out after 5000 ms' }) as never;
+    const timedOut = makeSummary({ ...ended, state: 'failed', outcome: 'timed_out', signal: 'SIGTERM', error: 'timed out after 5000 ms' }) as never;
     assert.equal(stateCell(timedOut), 'failed (timed_out)');
     assert.equal(exitCell(timedOut), 'timeout');
     const fromServer = makeSummary({ ...ended, state: 'failed', outcome: 'start_failed', exitCode: null, error: 'cannot start ./x' }) as never;
     assert.equal(stateCell(fromServer), 'failed (start_failed)');
-    const killed = makeSummary({ ...ended, state: 'failed', signal: 'SIGKILL' }) as never;
+    const killed = makeSummary({ ...ended, state: 'failed', outcome: 'failed', signal: 'SIGKILL' }) as never;
     assert.deepEqual([stateCell(killed), exitCell(killed)], ['failed', 'SIGKILL']);
     assert.equal(stateCell(makeSummary({ state: 'cancelled' }) as never), 'cancelled');
   });
@@ -39,7 +39,7 @@ describe('ls table', () => {
   it('short ids grow until the listed ids differ, then mark the ones a 12-character prefix cannot tell apart', () => {
     assert.equal(shortIdLength(['01JF0000000000000000000001', '01JF1000000000000000000001']), 12);
     assert.equal(shortIdLength(['01JF0000000000A00000000001', '01JF0000000000B00000000001']), 15);
-    const long = { name: 'n'.repeat(40), workerId: 'w'.repeat(20), state: 'failed', error: 'timed out after 1 ms', ...{ startedAt: ended.startedAt, endedAt: ended.endedAt } };
+    const long = { name: 'n'.repeat(40), workerId: 'w'.repeat(20), state: 'failed', outcome: 'timed_out', error: 'timed out after 1 ms', ...{ startedAt: ended.startedAt, endedAt: ended.endedAt } };
     const t = formatTaskTable([makeSummary({ ...long, id: '01JF0000000000000000000001' }), makeSummary({ ...long, id: '01JF0000000000000000000002' }), makeSummary({ ...long, id: '01JF9000000000000000000002' })] as never[], { now });
     assert.match(t, /^01JF00000000… /m);
     assert.match(t, /^01JF90000000 /m);

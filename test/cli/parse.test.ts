@@ -124,7 +124,7 @@ describe('submit request', () => {
   });
   it('reads a script and splits the interpreter', () => {
     const req = buildSubmitRequest([], { script: 'job.py', interpreter: 'python3  -u' }, (f) => `# ${f}\nprint(1)\n`);
-    assert.deepEqual(req, { script: '# job.py\nprint(1)\n', interpreter: ['python3', '-u'] });
+    assert.deepEqual(req, { name: 'job.py', script: '# job.py\nprint(1)\n', interpreter: ['python3', '-u'] });
   });
   it('rejects bad input naming the flag', () => {
     assert.throws(() => buildSubmitRequest([], {}, noScript), usage(new RegExp(`^${MISSING_COMMAND.replace(/[.[\]]/g, '\\$&')}$`)));

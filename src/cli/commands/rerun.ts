@@ -10,24 +10,23 @@
  * answer never makes two copies.
  */
 import { Command } from 'commander';
-import type { Task } from '../../client/types.js';
 import { connect } from '../context.js';
-import { streamLogs, terminalFilter, waitOutcome } from '../follow-logs.js';
-import { printJson, safeText } from '../output.js';
-import { parseTaskId } from '../parse.js';
+import { printJson } from '../output.js';
+import { resolveTaskId } from '../resolve-task-id.js';
+import { waitForTask } from '../wait-task.js';
 import { idempotencyKeyOf } from './submit.js';
 
 export function rerunCommand(): Command {
   return new Command('rerun')
     .description('run a fresh copy of a task (any state, succeeded included) now; prints the new task\'s id')
-    .argument('<id>', 'task id')
+    .argument('<id>', 'task id, or a unique prefix of 6+ characters (any case)')
     .option('--wait', 'stream the new task\'s log, then exit with its exit status')
     .option('--json', 'print the new task as JSON (with --wait: the final task)')
     .option('--idempotency-key <key>', 'repeating the rerun with the same key returns the first copy (default: a random key per rerun)')
     .action(async (rawId: string, flags: { wait?: boolean; json?: boolean; idempotencyKey?: string }, cmd: Command) => {
-      const id = parseTaskId(rawId);
       const idempotencyKey = idempotencyKeyOf(flags);
       const client = connect(cmd);
+      const id = await resolveTaskId(client, rawId);
       const { task } = await client.rerun(id, { idempotencyKey });
       if (!flags.wait) {
         if (flags.json) printJson(task);
@@ -35,16 +34,6 @@ export function rerunCommand(): Command {
         return;
       }
       process.stderr.write(`drover: rerun of ${id}: task ${task.id}\n`);
-      process.once('SIGINT', () => {
-        process.stderr.write(`drover: stopped waiting; task ${task.id} keeps running (drover cancel ${task.id} stops it)\n`);
-        process.exit(130);
-      });
-      const out = flags.json ? null : process.stdout;
-      const filter = out ? terminalFilter(process.stdout) : undefined;
-      const final: Task = (await streamLogs(client, task.id, { follow: true, out, ...(filter ? { filter } : {}) })) ?? task;
-      if (flags.json) printJson(final);
-      const { exitCode, message } = waitOutcome(final);
-      if (message) process.stderr.write(`drover: ${safeText(message)}\n`);
-      process.exitCode = exitCode;
+      await waitForTask(client, task, { json: flags.json === true });
     });
 }

@@ -20,13 +20,13 @@ import path from 'node:path';
 import { Command } from 'commander';
 import { IDEMPOTENCY_KEY_PATTERN } from '../../client/client.js';
 import { RETRY_LIMITS } from '../../core/retry-policy.js';
-import type { SubmitTaskRequest, Task } from '../../client/types.js';
+import type { SubmitTaskRequest } from '../../client/types.js';
 import { connect } from '../context.js';
-import { streamLogs, terminalFilter, waitOutcome } from '../follow-logs.js';
 import { printJson, safeText } from '../output.js';
 import { collect, parseDurationFlag, parseIntFlag, parseKeyValues, parseNumberFlag } from '../parse.js';
 import { UsageError } from '../usage-error.js';
 import { parseAtFlag } from '../parse-at.js';
+import { waitForTask } from '../wait-task.js';
 import { MAX_BASE_KEY, submitFile } from './submit-file.js';
 
 export const MISSING_COMMAND = 'missing command: drover submit -- CMD [ARGS...]';
@@ -231,16 +231,6 @@ export function submitCommand(): Command {
         else process.stdout.write(`${task.id}\n`);
         return;
       }
-      process.once('SIGINT', () => {
-        process.stderr.write(`drover: stopped waiting; task ${task.id} keeps running (drover cancel ${task.id} stops it)\n`);
-        process.exit(130);
-      });
-      const out = flags.json ? null : process.stdout;
-      const filter = out ? terminalFilter(process.stdout) : undefined;
-      const final: Task = (await streamLogs(client, task.id, { follow: true, out, ...(filter ? { filter } : {}) })) ?? task;
-      if (flags.json) printJson(final);
-      const { exitCode, message } = waitOutcome(final);
-      if (message) process.stderr.write(`drover: ${safeText(message)}\n`);
-      process.exitCode = exitCode;
+      await waitForTask(client, task, { json: flags.json === true });
     });
 }

@@ -16,6 +16,7 @@ const REASONS: Record<string, string> = {
   lost_cap_exceeded: 'lost too often',
   cancel_requested: 'cancel requested',
   manual_retry: 'retried by hand',
+  start_failed: 'could not start',
 };
 
 export function EventsTimeline({ events }: { events: TaskEvent[] }) {
