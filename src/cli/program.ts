@@ -9,7 +9,7 @@
  * started and keep the process alive with their own handles.
  */
 import { readFileSync } from 'node:fs';
-import { Command, CommanderError } from 'commander';
+import { Command, CommanderError } from './commander.js';
 import { colourFlags } from './colour.js';
 import { EXIT_USAGE, UsageError } from './usage-error.js';
 

@@ -6,7 +6,6 @@
  * draining, stop the attempts now) the second signal calls it instead and the
  * third exits 1.
  */
-import { printError } from './output.js';
 
 export function onShutdown(stop: (signal: NodeJS.Signals) => Promise<void>, opts: { onRepeat?: (signal: NodeJS.Signals) => void } = {}): void {
   let signals = 0;
@@ -22,7 +21,8 @@ export function onShutdown(stop: (signal: NodeJS.Signals) => Promise<void>, opts
     }
     stop(signal).then(
       () => process.exit(0),
-      (err) => process.exit(printError(err)),
+      // Loaded only on this path: every CLI start imports this module (exitWithParent).
+      (err) => import('./output.js').then(({ printError }) => process.exit(printError(err))),
     );
   };
   process.on('SIGINT', handler);

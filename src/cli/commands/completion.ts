@@ -1,5 +1,5 @@
 /** `drover completion bash|zsh|fish`: prints a completion script made from the whole command tree (completion-script.ts). */
-import { Command } from 'commander';
+import { Command } from '../commander.js';
 import { completionScript, completionTree, SHELLS, type Shell } from '../completion-script.js';
 import { UsageError } from '../usage-error.js';
 

@@ -9,7 +9,7 @@
  * `.drover/credentials.json` (credentials.ts).
  */
 import { homedir } from 'node:os';
-import { Command } from 'commander';
+import { Command } from '../commander.js';
 import { DroverClient } from '../../client/client.js';
 import { ApiError } from '../../client/errors.js';
 import { userConfigDir } from '../credentials.js';

@@ -9,7 +9,7 @@
  * one for this invocation), so the client's retry after a 503 or a lost
  * answer never makes two copies.
  */
-import { Command } from 'commander';
+import { Command } from '../commander.js';
 import { connect } from '../context.js';
 import { printJson } from '../output.js';
 import { resolveTaskId } from '../resolve-task-id.js';

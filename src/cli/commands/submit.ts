@@ -17,7 +17,7 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { Command } from 'commander';
+import { Command } from '../commander.js';
 import { IDEMPOTENCY_KEY_PATTERN } from '../../client/client.js';
 import { RETRY_LIMITS } from '../../core/retry-policy.js';
 import type { SubmitTaskRequest } from '../../client/types.js';

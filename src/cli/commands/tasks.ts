@@ -2,7 +2,7 @@
  * Read and act on tasks: `ls`, `show`, `logs`, `cancel`, `retry`.
  * Ids and filters are validated before any request (exit 2 on bad input).
  */
-import { Command } from 'commander';
+import { Command } from '../commander.js';
 import type { ListTasksQuery, TaskDetail, TaskSummary } from '../../client/types.js';
 export { formatTaskTable } from '../task-table.js';
 import { connect } from '../context.js';

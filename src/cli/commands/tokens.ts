@@ -5,7 +5,7 @@
  * works, and the token's id on stderr with a note that the secret is shown
  * only this once (the server keeps just its hash).
  */
-import { Command } from 'commander';
+import { Command } from '../commander.js';
 import type { Role } from '../../client/types.js';
 import { connect, session } from '../context.js';
 import { tokenInUseId } from '../token-in-use.js';

@@ -1,5 +1,5 @@
 /** `drover workers`: the worker agents the server knows (admins and users; a user sees only their own tasks among the running ones). */
-import { Command } from 'commander';
+import { Command } from '../commander.js';
 import type { WorkerInfo } from '../../client/types.js';
 import { connect } from '../context.js';
 import { UsageError } from '../usage-error.js';
