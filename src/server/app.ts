@@ -22,6 +22,8 @@ import { tokenRoutes } from './routes/tokens.js';
 import { workerRoutes } from './routes/workers.js';
 import { sessionRoutes } from './routes/session.js';
 import { installSecurityHeaders } from './security-headers.js';
+import { documentErrorStatuses } from './openapi-errors.js';
+import { apiDocsRoutes } from './routes/api-docs.js';
 import { answerMissingFile, defaultWebDist, staticRoutes } from './static-files.js';
 
 export const BODY_LIMIT = 1024 * 1024;
@@ -69,11 +71,13 @@ export async function buildApp(ctx: AppContext, opts: { logLevel?: string; webDi
   await app.register(cookie);
   // Before any route is registered (its onRoute check must see every route).
   installAuth(app, ctx.tokens);
+  // Before swagger, whose own onRoute hook reads the schemas this one completes.
+  documentErrorStatuses(app);
 
   await app.register(swagger, {
     openapi: {
       openapi: '3.0.3',
-      info: { title: 'Drover API', version: '1', description: 'Self-hosted task scheduler. See docs/api.md.' },
+      info: { title: 'Drover API', version: '1', description: 'Self-hosted task scheduler. This document and its rendered form (/docs/api) are public; docs/api.md in the repository explains the API in prose.' },
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
       security: [{ bearer: [] }],
     },
@@ -81,7 +85,9 @@ export async function buildApp(ctx: AppContext, opts: { logLevel?: string; webDi
   await app.register(websocket, { options: { maxPayload: 4 * 1024 * 1024 } });
 
   app.get('/healthz', { schema: { hide: true }, config: { auth: 'public' } }, async () => ({ ok: true }));
-  app.get('/openapi.json', { schema: { hide: true }, config: { auth: ['admin', 'user'] } }, async () => app.swagger());
+  // Public: the API's shape is no secret (the document holds no data), and a client reads it before it has a token.
+  app.get('/openapi.json', { schema: { hide: true }, config: { auth: 'public' } }, async () => app.swagger());
+  apiDocsRoutes(app);
   taskRoutes(app, ctx);
   taskBatchRoutes(app, ctx);
   tokenRoutes(app, ctx);
