@@ -59,3 +59,42 @@ export function humanLogger(level: LogLevel, write: (line: string) => void, now:
     RANK[name] >= min ? (obj: object | string, msg?: string) => write(formatLogLine(now(), name, obj, msg) + '\n') : () => {};
   return { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
 }
+
+const LEVEL_NAMES: Record<number, string> = { 10: 'trace', 20: 'debug', 30: 'info', 40: 'warn', 50: 'error', 60: 'fatal' };
+/** Fields of a pino JSON line that the human line already shows or that say nothing to a person. */
+const PINO_OWN = new Set(['level', 'time', 'msg', 'pid', 'hostname', 'svc', 'v', 'reqId']);
+
+/**
+ * One pino JSON line as a human line (formatLogLine), or the line itself when
+ * it is not pino JSON. Pino writes `err` as `{type, message, stack}`: shown by
+ * its message.
+ */
+export function humanizePinoLine(line: string): string {
+  let o: Record<string, unknown>;
+  try {
+    o = JSON.parse(line) as Record<string, unknown>;
+  } catch {
+    return safeText(line);
+  }
+  if (typeof o !== 'object' || o === null || typeof o.level !== 'number') return safeText(line);
+  const fields: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(o)) {
+    if (PINO_OWN.has(k)) continue;
+    fields[k] = v && typeof v === 'object' && typeof (v as { message?: unknown }).message === 'string' ? (v as { message: string }).message : v;
+  }
+  return formatLogLine(typeof o.time === 'number' ? o.time : Date.now(), LEVEL_NAMES[o.level] ?? String(o.level), fields, typeof o.msg === 'string' ? o.msg : '');
+}
+
+/**
+ * A pino destination (an object with write(chunk)) that turns its JSON lines
+ * into human lines (without the newline) for `write`: what `drover dev` gives the in-process server,
+ * so its warnings read like the workers'. A chunk may hold several lines.
+ */
+export function humanPinoDestination(write: (line: string) => void): { write(chunk: string): boolean } {
+  return {
+    write(chunk: string): boolean {
+      for (const line of chunk.split('\n')) if (line.trim()) write(humanizePinoLine(line));
+      return true;
+    },
+  };
+}

@@ -43,11 +43,15 @@ function newAjv(coerceTypes: false | 'array'): Ajv {
  */
 const EXACT_ROUTING = { ignoreTrailingSlash: false, ignoreDuplicateSlashes: false, caseSensitive: true, useSemicolonDelimiter: false };
 
-/** `webDist`: the built dashboard (default the package's web/dist; static-files.ts). */
-export async function buildApp(ctx: AppContext, opts: { logLevel?: string; webDist?: string } = {}): Promise<FastifyInstance> {
+/**
+ * `webDist`: the built dashboard (default the package's web/dist; static-files.ts).
+ * `logStream`: where Fastify's own log lines (JSON) go, default stdout; `drover dev` passes one
+ * that writes human lines to its terminal.
+ */
+export async function buildApp(ctx: AppContext, opts: { logLevel?: string; webDist?: string; logStream?: { write(line: string): unknown } } = {}): Promise<FastifyInstance> {
   const app = Fastify({
     bodyLimit: BODY_LIMIT,
-    logger: { level: opts.logLevel ?? 'warn' },
+    logger: { level: opts.logLevel ?? 'warn', ...(opts.logStream ? { stream: opts.logStream } : {}) },
     routerOptions: EXACT_ROUTING,
   });
   // Two validators: bodies are JSON and must have the exact types (no "3" for 3);

@@ -10,7 +10,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { clockTime, formatLogLine, humanLogger, isLogLevel } from '../../src/cli/human-log.js';
+import { clockTime, formatLogLine, humanizePinoLine, humanLogger, humanPinoDestination, isLogLevel } from '../../src/cli/human-log.js';
 import { formatTaskEnd, shortDuration } from '../../src/cli/dev-task-ends.js';
 import { devBanner, type DevBannerFacts } from '../../src/cli/dev-banner.js';
 import { tagLine } from '../../src/cli/commands/dev.js';
@@ -48,6 +48,15 @@ describe('human log lines', () => {
     assert.deepEqual(none, []);
     assert.equal(isLogLevel('warn'), true);
     assert.equal(isLogLevel('loud'), false);
+  });
+
+  it('pino JSON lines (the in-process server\'s) become the same human lines', () => {
+    const json = JSON.stringify({ level: 40, time: NOON, pid: 1, hostname: 'h', svc: 'drover-server', attemptId: 7, err: { type: 'Error', message: 'disk full', stack: 'x' }, msg: 'lease expired: attempt lost' });
+    assert.equal(humanizePinoLine(json), '12:00:01 warn  lease expired: attempt lost (attemptId=7, err=disk full)');
+    assert.equal(humanizePinoLine('not json \u001b'), 'not json \\x1b');
+    const lines: string[] = [];
+    humanPinoDestination((l) => lines.push(l)).write(`${json}\n${JSON.stringify({ level: 30, time: NOON, msg: 'hi' })}\n`);
+    assert.deepEqual(lines, ['12:00:01 warn  lease expired: attempt lost (attemptId=7, err=disk full)', '12:00:01 info  hi']);
   });
 
   it('a worker\'s line gets its name after the time', () => {

@@ -224,6 +224,24 @@ describe('e2e: drover dev on a first run', () => {
   });
 
   it(
+    '--log-level info: every line of the server and the workers is a human line',
+    // The in-process server's lines go through dev's human destination once src/server/main.ts takes
+    // ServerOptions.logDestination (an integrator patch: main.ts is no helper's); then remove this todo.
+    { todo: 'needs src/server/main.ts ServerOptions.logDestination' },
+    async () => {
+      const cwd = join(root, 'info');
+      mkdirSync(cwd);
+      const dev = await startDev(['--port', '0', '--workers', '1', '--log-level', 'info'], cwd);
+      await waitOutput(dev, (o) => /\[w1\] info {2}connected/.test(o) && /\[server\] info {2}worker connected/.test(o), 'the worker\'s and the server\'s connect lines');
+      assert.equal((await stopGroup(dev)).code, 0);
+      const banner = dev.out().indexOf('Ctrl-C stops everything.\n');
+      const lines = dev.out().slice(banner).split('\n').slice(1).filter(Boolean);
+      for (const l of lines) assert.match(l, /^\d\d:\d\d:\d\d (\[(w1|server)\] )?(\S+ {1,2})?\S/, l);
+      assert.doesNotMatch(dev.out(), /\{"level"/);
+    },
+  );
+
+  it(
     'a normal shutdown logs no "lost the server connection" warning',
     // The agent (src/worker/agent.ts onDown) warns when its own close() ends the connection; the fix is
     // the integrator's (helper EXEC owns src/worker): then remove this todo.

@@ -35,7 +35,7 @@ import { UsageError } from '../usage-error.js';
 import { listenError } from '../listen-error.js';
 import { openInBrowser } from '../open-browser.js';
 import { applyHeapFlags } from '../heap-flags.js';
-import { clockTime, isLogLevel, LOG_LEVELS, type LogLevel } from '../human-log.js';
+import { clockTime, humanPinoDestination, isLogLevel, LOG_LEVELS, type LogLevel } from '../human-log.js';
 import { heldMessage, readHolder, removeHolder, writeHolder, type Holder } from '../server-holder.js';
 import { snapshotDir } from '../created-paths.js';
 import { probePort } from '../port-probe.js';
@@ -248,14 +248,17 @@ export function devCommand(): Command {
       let tail: TaskEndTail | null = null;
       try {
         const { startServer } = await import('../../server/main.js');
-        server = await startServer({
+        const serverOptions: Parameters<typeof startServer>[0] & { logDestination?: { write(chunk: string): unknown } } = {
           db: `sqlite:${dbPath}`,
           host: '127.0.0.1',
           port: cfg.port,
           logLevel: cfg.logLevel,
+          // The server's lines as human lines, like the workers' (server/main.ts ServerOptions.logDestination).
+          logDestination: humanPinoDestination((line) => process.stderr.write(tagLine('server', line, Date.now()) + '\n')),
           ...(process.env.DROVER_ADMIN_TOKEN ? { adminToken: process.env.DROVER_ADMIN_TOKEN } : {}),
           ...(process.env.DROVER_WEB_DIST ? { webDist: resolve(process.env.DROVER_WEB_DIST) } : {}),
-        }).catch((err: unknown) => {
+        };
+        server = await startServer(serverOptions).catch((err: unknown) => {
           if (err instanceof ConflictError) throw Object.assign(refusal(readHolder(dbPath)), { lockHeld: true });
           throw listenError(err, '127.0.0.1', cfg.port, 'another drover dev or server?');
         });
