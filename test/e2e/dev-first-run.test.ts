@@ -150,6 +150,39 @@ describe('e2e: drover dev on a first run', () => {
     assert.equal((await stopGroup(again)).code, 0);
   });
 
+  it('what the banner says about admin tokens works: token create --role admin, and a restart replaces a revoked token', async () => {
+    const cwd = join(root, 'tokens');
+    mkdirSync(cwd);
+    const first = await startDev(['--port', '0', '--workers', '0'], cwd);
+    let url = first.url;
+    try {
+      assert.match(first.out(), /Another admin token: (npx )?drover token create --name NAME --role admin/);
+      const made = await run(['token', 'create', '--name', 'second-admin', '--role', 'admin'], cwd);
+      assert.equal(made.code, 0, made.stderr);
+      // Revoke the token credentials.json holds (with the other admin token: the CLI's own may refuse it).
+      const { token } = JSON.parse(readFileSync(join(cwd, '.drover', 'credentials.json'), 'utf8')) as { token: string };
+      const api = new Api(url, token);
+      const me = await api.req('GET', '/v1/me');
+      assert.equal(me.status, 200, me.text);
+      const tokens = (await api.req('GET', '/v1/tokens')).body.tokens as { id: string; name: string; revokedAt: string | null }[];
+      const devAdmin = tokens.filter((t) => t.name === 'dev-admin' && t.revokedAt === null);
+      assert.equal(devAdmin.length, 1);
+      const r = await api.req('DELETE', `/v1/tokens/${devAdmin[0]!.id}`);
+      assert.equal(r.status, 200, r.text);
+      assert.equal((await run(['ls'], cwd)).code, 1, 'the CLI here is locked out');
+    } finally {
+      await stopGroup(first);
+    }
+    const second = await startDev(['--port', '0', '--workers', '0'], cwd);
+    url = second.url;
+    try {
+      const ls = await run(['ls'], cwd);
+      assert.equal(ls.code, 0, ls.stderr);
+    } finally {
+      await stopGroup(second);
+    }
+  });
+
   it('a drover server holding the directory\'s database is named the same way', async () => {
     const cwd = join(root, 'server-lock');
     mkdirSync(cwd);
@@ -232,7 +265,8 @@ describe('e2e: drover dev on a first run', () => {
       const cwd = join(root, 'info');
       mkdirSync(cwd);
       const dev = await startDev(['--port', '0', '--workers', '1', '--log-level', 'info'], cwd);
-      await waitOutput(dev, (o) => /\[w1\] info {2}connected/.test(o) && /\[server\] info {2}worker connected/.test(o), 'the worker\'s and the server\'s connect lines');
+      // Either form of the server's line: without the patch it is JSON, and the checks below say so at once.
+      await waitOutput(dev, (o) => /\[w1\] info {2}connected/.test(o) && /worker connected/.test(o), 'the worker\'s and the server\'s connect lines');
       assert.equal((await stopGroup(dev)).code, 0);
       const banner = dev.out().indexOf('Ctrl-C stops everything.\n');
       const lines = dev.out().slice(banner).split('\n').slice(1).filter(Boolean);
