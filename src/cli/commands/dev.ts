@@ -3,19 +3,40 @@
  * in-process on 127.0.0.1 with SQLite in `<dir>`, makes sure the CLI in this
  * directory is authenticated, and supervises N worker agents as child processes.
  *
+ * One dev per data directory. The authority is the store's kernel lock on
+ * `<dir>/drover.db.lock` (store/sqlite/server-lock.ts), which `drover server`
+ * takes too; `<dir>/drover.db.holder.json` (cli/server-holder.ts) says where the
+ * holder runs. Start order, so that a refused or failed start changes nothing:
+ *   1. flags (UsageError, exit 2), before any file is looked at;
+ *   2. if the lock file exists, try the lock: held → refuse, naming the holder's
+ *      URL and pid (nothing written: credentials.json is untouched);
+ *   3. the port (a probe listen), before any file is created;
+ *   4. snapshot the directory, create it, start the server (which takes the lock
+ *      for good), write the holder file, then the tokens and workers.
+ * Any failure in 4 closes what started and removes what this run created
+ * (cli/created-paths.ts); a lock lost to a concurrent start removes nothing
+ * (those files are the winner's).
+ *
  * Credentials contract (files mode 0600 in `<dir>`):
  * - `credentials.json` `{url, token}`: an admin token, found by the CLI's
  *   credential lookup (credentials.ts). Reused across restarts while the server
  *   still accepts it as an admin token (the url is rewritten if the port
- *   changed); otherwise a new `dev-admin` token replaces it.
+ *   changed); otherwise (revoked, unknown, unreadable) a new `dev-admin` token
+ *   replaces it: restarting dev is the way back in after a revoke.
  * - `worker-token.json` `{token}`: the workers' token (role worker), reused the same way.
  *
- * Workers run `drover worker` in a child process each, with the token in the
- * env (DROVER_TOKEN, not argv, so `ps` does not show it) and an IPC channel
- * that makes them exit when this process dies. A worker that exits on its own
- * is restarted after a backoff (1 s doubling to 30 s; reset after 30 s of
- * uptime). SIGINT/SIGTERM: SIGTERM the workers (they drain for up to 5 s) and
- * wait for them (SIGKILL after 15 s), close the server, exit 0.
+ * Workers run `drover worker` in a child process each, in a process group of
+ * their own (a terminal's Ctrl-C reaches dev only), with the token in the env
+ * (DROVER_TOKEN, not argv, so `ps` does not show it), human log lines at dev's
+ * --log-level, and an IPC channel that makes them exit when this process dies.
+ * A worker that exits on its own is restarted after a backoff (1 s doubling to
+ * 30 s; reset after 30 s of uptime). SIGINT/SIGTERM: SIGTERM the workers (they
+ * drain for up to 5 s) and wait for them (SIGKILL after 15 s), then close the
+ * server, remove the holder file, exit 0.
+ *
+ * Terminal: the banner (dev-banner.ts) on stdout; on stderr, `HH:MM:SS` lines:
+ * dev's own, the workers' tagged `[w1]`, the server's `[server]`; with
+ * --verbose a line per task end (dev-task-ends.ts).
  *
  * Dashboard: prints `Dashboard: <url>/sign-in#code=<code>`, a one-time link
  * (valid 10 minutes, single use) that signs the browser in with the admin
