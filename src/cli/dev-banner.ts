@@ -31,17 +31,22 @@ export interface DevBannerFacts {
 export function devBanner(f: DevBannerFacts): string {
   const workers = f.workers === 0 ? 'no local workers' : `${plural(f.workers, 'local worker')} × ${plural(f.slots, 'slot')}`;
   const lines = [
-    `Drover dev is running (pid ${f.pid}): API and dashboard at ${f.url}, ${workers}, data in ${f.dir} (SQLite).`,
+    `Drover dev is running (pid ${f.pid}): API and dashboard at ${f.url}`,
+    `  ${workers}; data in ${f.dir} (SQLite)`,
     `Dashboard: ${f.dashboardLink}`,
-    `  a one-time sign-in link, valid 10 minutes; after that, sign in at ${f.url}/sign-in with the admin token below.`,
+    `  a one-time sign-in link, valid 10 minutes; later, sign in at ${f.url}/sign-in with the admin token`,
     f.cliFindsCredentials
-      ? `CLI: here and in the directories below, ${f.cli} is signed in as admin (${f.credentialsPath}), e.g.`
+      ? `CLI: here and below, ${f.cli} is signed in as admin (${f.credentialsPath}), e.g.`
       : `CLI: the admin token is in ${f.credentialsPath}; ${/\/\.drover\/?$/.test(f.dir) ? `${f.cli} finds it from ${dirOfDir(f.dir)} and below` : 'set it up with the Elsewhere line below'}, then e.g.`,
     `  ${f.cli} submit --wait -- echo hello`,
     `  ${f.cli} ls`,
-    `Elsewhere: ${f.cli} login ${f.url} --token ${f.token}   (or set DROVER_URL=${f.url} DROVER_TOKEN=${f.token})`,
-    `Admin token revoked or lost? Restart drover dev: it replaces a token the server no longer accepts in ${f.credentialsPath}. Another admin token: ${f.cli} token create --name NAME --role admin`,
-    `API reference: ${f.url}/docs/api. This terminal shows warnings and errors${f.verbose ? ' and a line per task end' : ' (--verbose: a line per task end)'}; Ctrl-C stops everything.`,
+    // `npx drover` works only inside the checkout: elsewhere the command must be installed.
+    `Elsewhere: drover login ${f.url} --token ${f.token}`,
+    `  or: export DROVER_URL=${f.url} DROVER_TOKEN=${f.token}`,
+    ...(f.cli === 'drover' ? [] : ['  (a drover command for any directory: npm link --ignore-scripts in the Drover checkout)']),
+    `Another admin token: ${f.cli} token create --name NAME --role admin. If the token in credentials.json`,
+    `  is revoked, restart drover dev: it replaces a token the server no longer accepts.`,
+    `API reference: ${f.url}/docs/api. Below: warnings and errors${f.verbose ? ', and a line per task end' : ' (--verbose: a line per task end too)'}. Ctrl-C stops everything.`,
   ];
   return lines.join('\n') + '\n';
 }

@@ -97,21 +97,27 @@ describe('the dev banner', () => {
   };
   it('says what runs where, in the right plural, with the link on its own line', () => {
     const b = devBanner(facts);
-    assert.match(b, /1 local worker × 1 slot,/);
-    assert.match(devBanner({ ...facts, workers: 2, slots: 4 }), /2 local workers × 4 slots,/);
+    assert.match(b, /1 local worker × 1 slot;/);
+    assert.match(devBanner({ ...facts, workers: 2, slots: 4 }), /2 local workers × 4 slots;/);
     assert.match(devBanner({ ...facts, workers: 0 }), /no local workers/);
     assert.match(b, /^Dashboard: http:\/\/127\.0\.0\.1:7070\/sign-in#code=abc$/m);
     assert.match(b, /valid 10 minutes/);
     assert.match(b, /^ {2}drover submit --wait -- echo hello$/m);
-    assert.ok(b.split('\n').length <= 12, 'short');
+    assert.ok(b.split('\n').length <= 14, 'short');
+    // Lines fit a 110-column terminal but for the URLs and the token they carry.
+    for (const l of b.split('\n')) assert.ok(l.replace(/http\S+|drv_\S+/g, 'U').length <= 110, l);
   });
   it('says how to get an admin token back, and how to use the CLI elsewhere', () => {
     const b = devBanner(facts);
-    assert.match(b, /Restart drover dev: it replaces a token the server no longer accepts/);
+    assert.match(b, /restart drover dev: it replaces a token the server no longer accepts/);
     assert.match(b, /drover token create --name NAME --role admin/);
     assert.match(b, /drover login http:\/\/127\.0\.0\.1:7070 --token drv_x/);
-    assert.match(b, /DROVER_URL=http:\/\/127\.0\.0\.1:7070 DROVER_TOKEN=drv_x/);
+    assert.match(b, /export DROVER_URL=http:\/\/127\.0\.0\.1:7070 DROVER_TOKEN=drv_x/);
     assert.match(devBanner({ ...facts, cliFindsCredentials: false }), /finds it from \/p and below/);
+    const npx = devBanner({ ...facts, cli: 'npx drover' });
+    assert.match(npx, /^ {2}npx drover ls$/m);
+    assert.match(npx, /^Elsewhere: drover login /m);
+    assert.match(npx, /npm link --ignore-scripts in the Drover checkout/);
     assert.match(devBanner({ ...facts, cliFindsCredentials: false, dir: '/data/dev' }), /set it up with the Elsewhere line below/);
   });
   it('plural', () => {

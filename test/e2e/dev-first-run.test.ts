@@ -156,7 +156,7 @@ describe('e2e: drover dev on a first run', () => {
     const first = await startDev(['--port', '0', '--workers', '0'], cwd);
     let url = first.url;
     try {
-      assert.match(first.out(), /Another admin token: (npx )?drover token create --name NAME --role admin/);
+      assert.match(first.out(), /Another admin token: (npx )?drover token create --name NAME --role admin\./);
       const made = await run(['token', 'create', '--name', 'second-admin', '--role', 'admin'], cwd);
       assert.equal(made.code, 0, made.stderr);
       // Revoke the token credentials.json holds (with the other admin token: the CLI's own may refuse it).
@@ -234,7 +234,7 @@ describe('e2e: drover dev on a first run', () => {
     const dev = await startDev(['--port', '0', '--workers', '1', '--slots', '1', '--verbose'], cwd);
     let exit: { code: number | null; signal: NodeJS.Signals | null };
     try {
-      assert.match(dev.out(), /1 local worker × 1 slot,/);
+      assert.match(dev.out(), /1 local worker × 1 slot;/);
       const { token } = JSON.parse(readFileSync(join(cwd, '.drover', 'credentials.json'), 'utf8')) as { token: string };
       const api = new Api(dev.url, token);
       const ok = await api.submit({ name: 'hello', command: 'true' });
