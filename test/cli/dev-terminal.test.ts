@@ -16,6 +16,9 @@ import { devBanner, type DevBannerFacts } from '../../src/cli/dev-banner.js';
 import { tagLine } from '../../src/cli/commands/dev.js';
 import { snapshotDir } from '../../src/cli/created-paths.js';
 import { plural } from '../../src/cli/plural.js';
+import { buildWorkerConfig, defaultLogFormat } from '../../src/cli/commands/worker.js';
+import { buildDevConfig } from '../../src/cli/commands/dev.js';
+import { UsageError } from '../../src/cli/usage-error.js';
 
 /** 2026-12-01 12:00:01 local time. */
 const NOON = new Date(2026, 11, 1, 12, 0, 1).getTime();
@@ -145,5 +148,21 @@ describe('undo of a failed start', () => {
     mkdirSync(join(dir, 'work'));
     s.undo();
     assert.deepEqual(readdirSync(dir), ['notes.txt']);
+  });
+});
+
+describe('log flags', () => {
+  const usage = (re: RegExp) => (e: unknown) => e instanceof UsageError && re.test(e.message);
+  it('--log-level and --log-format are checked, naming the flag and the choices', () => {
+    const base = { server: ['http://a'], logLevel: 'info' };
+    assert.throws(() => buildWorkerConfig({ ...base, logLevel: 'loud' }, 't', {}), usage(/^invalid --log-level "loud": expected one of fatal, error, warn, info, debug, trace, silent$/));
+    assert.throws(() => buildWorkerConfig({ ...base, logFormat: 'xml' }, 't', {}), usage(/^invalid --log-format "xml": expected human or json$/));
+    assert.equal(buildWorkerConfig({ ...base, logFormat: 'human' }, 't', {}).logFormat, 'human');
+    assert.equal(buildWorkerConfig({ ...base, logLevel: 'warn' }, 't', {}).logLevel, 'warn');
+    assert.throws(() => buildDevConfig({ port: '0', workers: '1', slots: '1', dir: 'd', logLevel: 'chatty' }, '/'), usage(/^invalid --log-level "chatty"/));
+  });
+  it('a worker logs human lines on a terminal, JSON elsewhere', () => {
+    assert.equal(defaultLogFormat(true), 'human');
+    assert.equal(defaultLogFormat(false), 'json');
   });
 });
