@@ -22,6 +22,8 @@ import { tokenRoutes } from './routes/tokens.js';
 import { workerRoutes } from './routes/workers.js';
 import { sessionRoutes } from './routes/session.js';
 import { installSecurityHeaders } from './security-headers.js';
+import { documentErrorStatuses } from './openapi-errors.js';
+import { apiDocsRoutes } from './routes/api-docs.js';
 import { answerMissingFile, defaultWebDist, staticRoutes } from './static-files.js';
 
 export const BODY_LIMIT = 1024 * 1024;
@@ -41,11 +43,15 @@ function newAjv(coerceTypes: false | 'array'): Ajv {
  */
 const EXACT_ROUTING = { ignoreTrailingSlash: false, ignoreDuplicateSlashes: false, caseSensitive: true, useSemicolonDelimiter: false };
 
-/** `webDist`: the built dashboard (default the package's web/dist; static-files.ts). */
-export async function buildApp(ctx: AppContext, opts: { logLevel?: string; webDist?: string } = {}): Promise<FastifyInstance> {
+/**
+ * `webDist`: the built dashboard (default the package's web/dist; static-files.ts).
+ * `logStream`: where Fastify's own log lines (JSON) go, default stdout; `drover dev` passes one
+ * that writes human lines to its terminal.
+ */
+export async function buildApp(ctx: AppContext, opts: { logLevel?: string; webDist?: string; logStream?: { write(line: string): unknown } } = {}): Promise<FastifyInstance> {
   const app = Fastify({
     bodyLimit: BODY_LIMIT,
-    logger: { level: opts.logLevel ?? 'warn' },
+    logger: { level: opts.logLevel ?? 'warn', ...(opts.logStream ? { stream: opts.logStream } : {}) },
     routerOptions: EXACT_ROUTING,
   });
   // Two validators: bodies are JSON and must have the exact types (no "3" for 3);
@@ -69,11 +75,13 @@ export async function buildApp(ctx: AppContext, opts: { logLevel?: string; webDi
   await app.register(cookie);
   // Before any route is registered (its onRoute check must see every route).
   installAuth(app, ctx.tokens);
+  // Before swagger, whose own onRoute hook reads the schemas this one completes.
+  documentErrorStatuses(app);
 
   await app.register(swagger, {
     openapi: {
       openapi: '3.0.3',
-      info: { title: 'Drover API', version: '1', description: 'Self-hosted task scheduler. See docs/api.md.' },
+      info: { title: 'Drover API', version: '1', description: 'Self-hosted task scheduler. This document and its rendered form (/docs/api) are public; docs/api.md in the repository explains the API in prose.' },
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
       security: [{ bearer: [] }],
     },
@@ -81,7 +89,9 @@ export async function buildApp(ctx: AppContext, opts: { logLevel?: string; webDi
   await app.register(websocket, { options: { maxPayload: 4 * 1024 * 1024 } });
 
   app.get('/healthz', { schema: { hide: true }, config: { auth: 'public' } }, async () => ({ ok: true }));
-  app.get('/openapi.json', { schema: { hide: true }, config: { auth: ['admin', 'user'] } }, async () => app.swagger());
+  // Public: the API's shape is no secret (the document holds no data), and a client reads it before it has a token.
+  app.get('/openapi.json', { schema: { hide: true }, config: { auth: 'public' } }, async () => app.swagger());
+  apiDocsRoutes(app);
   taskRoutes(app, ctx);
   taskBatchRoutes(app, ctx);
   tokenRoutes(app, ctx);

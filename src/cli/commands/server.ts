@@ -13,6 +13,8 @@ import { parseDbUrl, parseDurationFlag, parseIntFlag, parsePort } from '../parse
 import { UsageError } from '../usage-error.js';
 import { listenError } from '../listen-error.js';
 import { applyHeapFlags } from '../heap-flags.js';
+import { isLogLevel, LOG_LEVELS } from '../human-log.js';
+import { heldMessage, readHolder, removeHolder, writeHolder } from '../server-holder.js';
 
 export const DEFAULT_DB = 'sqlite:./.drover/drover.db';
 
@@ -46,7 +48,7 @@ export function serverCommand(): Command {
     .option('--db <url>', `database: sqlite:PATH or postgres://... (default: env DROVER_DB or ${DEFAULT_DB})`)
     .option('--host <host>', 'address to listen on', '127.0.0.1')
     .option('--port <port>', 'port to listen on, 0..65535 (0 = any free port)', '7070')
-    .option('--log-level <level>', 'server log level on stderr (fatal, error, warn, info, debug)', 'info')
+    .option('--log-level <level>', 'the least severe server log lines written to stderr (JSON): fatal, error, warn, info (default) or debug; silent for none', 'info')
     .option('--heartbeat <duration>', 'how often workers heartbeat', '5s')
     .option('--lease <duration>', 'a worker silent this long is lost; its attempts are requeued (must exceed --heartbeat)', '15s')
     .option('--db-pool <n>', 'PostgreSQL: connections in the pool, 1..200', '10')
@@ -66,8 +68,10 @@ export function serverCommand(): Command {
       if (heartbeatMs < 10) throw new UsageError(`invalid --heartbeat "${flags.heartbeat}": must be at least 10ms`);
       if (leaseMs <= heartbeatMs) throw new UsageError(`invalid --lease "${flags.lease}": must be longer than --heartbeat (${flags.heartbeat})`);
       const dbPool = parseIntFlag('--db-pool', flags.dbPool, 1, 200);
+      if (!isLogLevel(flags.logLevel)) throw new UsageError(`invalid --log-level "${flags.logLevel.slice(0, 40)}": expected one of ${LOG_LEVELS.join(', ')}`);
       if (!flags.host.trim()) throw new UsageError('invalid --host "": expected an address such as 127.0.0.1 or 0.0.0.0');
       ensureSqliteDir(db);
+      const file = sqliteFile(db);
 
       applyHeapFlags();
       const { startServer } = await import('../../server/main.js');
@@ -81,10 +85,17 @@ export function serverCommand(): Command {
         dbPoolSize: dbPool,
         ...(process.env.DROVER_ADMIN_TOKEN ? { adminToken: process.env.DROVER_ADMIN_TOKEN } : {}),
         ...(process.env.DROVER_WEB_DIST ? { webDist: resolve(process.env.DROVER_WEB_DIST) } : {}),
-      }).catch((err: unknown) => {
+      }).catch(async (err: unknown) => {
+        const { ConflictError } = await import('../../core/errors.js');
+        if (err instanceof ConflictError && file) throw new Error(heldMessage(file, file, readHolder(file), 'one SQLite file serves one server: stop that one, or use PostgreSQL (--db postgres://...) to run several'));
         throw listenError(err, flags.host, port, 'is another Drover server running?');
       });
-      onShutdown(() => server.close());
+      // Tells a second server or drover dev on this file where this one runs (server-holder.ts).
+      if (file) writeHolder(file, { pid: process.pid, url: server.url, command: 'server', since: new Date().toISOString() });
+      onShutdown(async () => {
+        await server.close();
+        if (file) removeHolder(file);
+      });
       process.stdout.write(`drover server listening on ${server.url}\n`);
       process.stdout.write(`dashboard: ${server.url}/\n`);
       if (server.createdAdminSecret) {

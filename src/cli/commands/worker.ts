@@ -21,10 +21,13 @@ import { Command } from 'commander';
 import { selfFencePlan } from '../../core/lease.js';
 import { DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS, LABEL_LIMITS } from '../../core/protocol.js';
 import type { GlobalOptions } from '../context.js';
+import type { Logger } from '../../worker/logger.js';
 import { collect, parseDurationFlag, parseHttpUrl, parseIntFlag, parseKeyValues } from '../parse.js';
 import { onShutdown } from '../signals.js';
 import { applyHeapFlags } from '../heap-flags.js';
 import { UsageError } from '../usage-error.js';
+import { isLogLevel, LOG_LEVELS, type LogLevel } from '../human-log.js';
+import { plural } from '../plural.js';
 import { EXECUTORS, isExecutor, type Executor } from '../../worker/noop-executor.js';
 import { passEnvNameProblem, TASK_LANG, TASK_PATH } from '../../worker/task-env.js';
 
@@ -45,6 +48,7 @@ interface WorkerFlags {
   drainTimeout?: string;
   passEnv?: string[];
   logLevel: string;
+  logFormat?: string;
 }
 
 /** With the default lease and kill grace: when the agent stops its attempts if no heartbeat is confirmed (for --help). */
@@ -64,6 +68,14 @@ export interface WorkerConfig {
   drainTimeoutMs: number;
   /** Names of variables passed on to tasks (validated, deduplicated, in order). */
   passEnv: string[];
+  logLevel: LogLevel;
+  /** `human`: HH:MM:SS lines (cli/human-log.ts); `json`: pino's JSON lines (epoch-ms `time`), for log collectors. */
+  logFormat: 'human' | 'json';
+}
+
+/** `--log-format` when none is given: human lines on a terminal, JSON otherwise (a file, a pipe, a log collector). */
+export function defaultLogFormat(stderrIsTty: boolean): 'human' | 'json' {
+  return stderrIsTty ? 'human' : 'json';
 }
 
 /** Validates the flags (and env fallbacks) into the agent's options, or throws UsageError. */
@@ -98,7 +110,10 @@ export function buildWorkerConfig(flags: WorkerFlags, globalToken: string | unde
     if (problem) throw new UsageError(`invalid --pass-env "${name}": ${problem}`);
     if (!passEnv.includes(name)) passEnv.push(name);
   }
-  return { servers, token, slots, labels, workerId: flags.id, workDir, executor, drainTimeoutMs, passEnv };
+  if (!isLogLevel(flags.logLevel)) throw new UsageError(`invalid --log-level "${flags.logLevel.slice(0, 40)}": expected one of ${LOG_LEVELS.join(', ')}`);
+  const logFormat = flags.logFormat ?? defaultLogFormat(Boolean(process.stderr.isTTY));
+  if (logFormat !== 'human' && logFormat !== 'json') throw new UsageError(`invalid --log-format "${logFormat.slice(0, 40)}": expected human or json`);
+  return { servers, token, slots, labels, workerId: flags.id, workDir, executor, drainTimeoutMs, passEnv, logLevel: flags.logLevel, logFormat };
 }
 
 export function workerCommand(): Command {
@@ -113,7 +128,8 @@ export function workerCommand(): Command {
     .option('--executor <kind>', 'what runs attempts: process (the task\'s command) or noop (nothing; each attempt succeeds at once, for benchmarks and tests)', 'process')
     .option('--drain-timeout <duration>', 'on SIGTERM/SIGINT (or a server\'s drain), how long running attempts may finish before they are stopped and reported lost, e.g. 30s, 2m (default: 30s)')
     .option('--pass-env <name>', 'pass this variable of the worker\'s environment on to tasks, when set (repeatable; never DROVER_TOKEN)', collect)
-    .option('--log-level <level>', 'agent log level on stderr (error, warn, info, debug)', 'info')
+    .option('--log-level <level>', 'the least severe agent log lines written to stderr: error, warn, info (connections, drains) or debug (every attempt); silent for none', 'info')
+    .option('--log-format <format>', 'human (HH:MM:SS lines) or json (one pino object a line, epoch-ms times); default human on a terminal, json otherwise')
     .addHelpText(
       'after',
       `\nLiveness: the agent heartbeats every ${DEFAULT_HEARTBEAT_MS / 1000} s; a worker not heard from for ${DEFAULT_LEASE_MS / 1000} s\n` +
@@ -137,19 +153,7 @@ export function workerCommand(): Command {
       // `--token` is also a global option; commander gives it to the program, so read both.
       const cfg = buildWorkerConfig(flags, cmd.optsWithGlobals<GlobalOptions>().token, process.env);
       applyHeapFlags();
-      const { default: pino } = await import('pino');
-      // Asynchronous stderr: measured (issue 9, a 5,000-task drain on a noop agent), the synchronous
-      // destination's write(2) per line was the agent's largest cost (~50 µs per task for its two info
-      // lines). Lines still go out at once when the pipe is free; what is buffered is flushed on exit.
-      const dest = pino.destination({ dest: 2, sync: false, maxLength: 16 * 1024 * 1024 });
-      process.on('exit', () => {
-        try {
-          dest.flushSync();
-        } catch {
-          // Nothing more can be done for log lines at exit.
-        }
-      });
-      const logger = pino({ level: flags.logLevel, base: { svc: 'drover-worker' } }, dest);
+      const logger = cfg.logFormat === 'human' ? await humanAgentLogger(cfg.logLevel) : await jsonAgentLogger(cfg.logLevel);
       const { startAgent } = await import('../../worker/agent.js');
       const agent = await startAgent({
         servers: cfg.servers,
@@ -165,7 +169,7 @@ export function workerCommand(): Command {
       });
       const stop = async () => {
         await agent.drain();
-        logger.flush?.();
+        logger.flush();
       };
       onShutdown(stop, {
         onRepeat: (signal) => {
@@ -178,6 +182,33 @@ export function workerCommand(): Command {
         process.on('disconnect', () => process.kill(process.pid, 'SIGTERM'));
       }
       const runs = cfg.executor === 'noop' ? 'noop executor (attempts run nothing and succeed at once)' : `work dir ${cfg.workDir}`;
-      process.stderr.write(`drover worker ${agent.workerId}: ${cfg.slots} slots, servers ${cfg.servers.join(', ')}, ${runs}\n`);
+      // Printed at every level: it says the agent is up, with its signal handlers in place (tests wait for it).
+      process.stderr.write(`drover worker ${agent.workerId}: ${plural(cfg.slots, 'slot')}, ${cfg.servers.length === 1 ? 'server' : 'servers'} ${cfg.servers.join(', ')}, ${runs}\n`);
     });
+}
+
+/** The Logger plus flush(): what the action needs from either format. */
+type AgentLogger = Logger & { flush(): void };
+
+async function humanAgentLogger(level: LogLevel): Promise<AgentLogger> {
+  const { humanLogger } = await import('../human-log.js');
+  // process.stderr is synchronous on a terminal, file or pipe (Linux): nothing to flush.
+  return { ...humanLogger(level, (line) => process.stderr.write(line)), flush: () => {} };
+}
+
+async function jsonAgentLogger(level: LogLevel): Promise<AgentLogger> {
+  const { default: pino } = await import('pino');
+  // Asynchronous stderr: measured (issue 9, a 5,000-task drain on a noop agent), the synchronous
+  // destination's write(2) per line was the agent's largest cost (~50 µs per task for its two info
+  // lines). Lines still go out at once when the pipe is free; what is buffered is flushed on exit.
+  const dest = pino.destination({ dest: 2, sync: false, maxLength: 16 * 1024 * 1024 });
+  process.on('exit', () => {
+    try {
+      dest.flushSync();
+    } catch {
+      // Nothing more can be done for log lines at exit.
+    }
+  });
+  const l = pino({ level, base: { svc: 'drover-worker' } }, dest);
+  return { debug: l.debug.bind(l), info: l.info.bind(l), warn: l.warn.bind(l), error: l.error.bind(l), flush: () => l.flush() };
 }
