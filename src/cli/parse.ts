@@ -42,13 +42,7 @@ export function parseNumberFlag(flag: string, raw: string, min: number, max: num
   return n;
 }
 
-/**
- * What every duration flag's --help says about its value (append it to the
- * flag's description): on the CLI a bare number is seconds, as `sleep`,
- * `timeout` and cron users read it. The API keeps integer milliseconds.
- */
-export const DURATION_HELP = 'a bare number is seconds; or 500ms, 30s, 5m, 1h30m';
-
+/** On the CLI a bare number is seconds, as `sleep`, `timeout` and cron users read it (every duration flag's --help says so). The API keeps integer milliseconds. */
 const BARE_SECONDS = /^\d+(\.\d+)?$/;
 
 /**

@@ -33,6 +33,8 @@ export interface ServerOptions {
   clock?: Clock;
   /** The built dashboard to serve (default the package's web/dist; env DROVER_WEB_DIST in the CLI). */
   webDist?: string;
+  /** Where the server's and Fastify's log lines (pino JSON) go instead of stderr: `drover dev` turns them into human lines. */
+  logDestination?: { write(chunk: string): unknown };
 }
 
 export interface RunningServer {
@@ -55,7 +57,7 @@ export interface RunningServer {
 
 export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const clock = opts.clock ?? systemClock;
-  const log = pino({ level: opts.logLevel ?? 'info', base: { svc: 'drover-server' } }, pino.destination(2));
+  const log = pino({ level: opts.logLevel ?? 'info', base: { svc: 'drover-server' } }, opts.logDestination ?? pino.destination(2));
   const store = await openStore(opts.db, { poolSize: opts.dbPoolSize });
   const tokens = tokenService(store, () => clock.now(), log);
 
@@ -82,7 +84,11 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const sessions = sessionRegistry(store, log, { now: () => clock.now() });
   const app = await buildApp(
     { store, scheduler, bus, clock, tokens, log, sessions },
-    { logLevel: opts.logLevel === 'debug' ? 'info' : 'warn', ...(opts.webDist !== undefined ? { webDist: opts.webDist } : {}) },
+    {
+      logLevel: opts.logLevel === 'debug' ? 'info' : 'warn',
+      ...(opts.webDist !== undefined ? { webDist: opts.webDist } : {}),
+      ...(opts.logDestination ? { logStream: opts.logDestination } : {}),
+    },
   );
   await app.listen({ host: opts.host ?? '127.0.0.1', port: opts.port ?? 7070 });
   const addr = app.server.address();

@@ -388,7 +388,9 @@ class WorkerAgent implements Agent {
   }
 
   private onDown(reason: string): void {
-    if (this.ready) this.log.warn({ reason }, 'lost the server connection; reconnecting');
+    // close() (a drain's end, a shutdown) ends the connection itself: nothing was lost, nothing is retried.
+    if (this.closing) this.log.debug({ reason }, 'connection closed');
+    else if (this.ready) this.log.warn({ reason }, 'lost the server connection; reconnecting');
     else this.log.info({ reason }, 'could not connect; retrying');
     this.ready = false;
     this.helloSend = null;

@@ -118,7 +118,11 @@ const ROUTES: Route[] = [
   { method: 'GET', path: `/v1/tasks/${UNKNOWN_TASK}/logs`, access: PEOPLE, ok: 404, okWithQuery: 400, encodedLastSlash: TASK_BY_ID, trailingSlash: null },
   { method: 'POST', path: `/v1/tasks/${UNKNOWN_TASK}/cancel`, access: PEOPLE, ok: 404, trailingSlash: null },
   { method: 'POST', path: `/v1/tasks/${UNKNOWN_TASK}/retry`, access: PEOPLE, ok: 404, trailingSlash: null },
-  { method: 'GET', path: '/openapi.json', access: PEOPLE, ok: 200, trailingSlash: null },
+  { method: 'POST', path: `/v1/tasks/${UNKNOWN_TASK}/rerun`, access: PEOPLE, ok: 404, trailingSlash: null },
+  // The API's shape is public: the document and its rendered reference page (with its stylesheet).
+  { method: 'GET', path: '/openapi.json', access: 'public', ok: 200, trailingSlash: null },
+  { method: 'GET', path: '/docs/api', access: 'public', ok: 200, word: 1, trailingSlash: null },
+  { method: 'GET', path: '/docs/api.css', access: 'public', ok: 200, word: 1, trailingSlash: null },
   // Dashboard reads (GET /v1/stream is an open event stream: its access is tested in stream.test.ts).
   { method: 'GET', path: `/v1/tasks/${UNKNOWN_TASK}/log-chunks`, access: PEOPLE, ok: 404, okWithQuery: 400, encodedLastSlash: TASK_BY_ID, trailingSlash: null },
   { method: 'GET', path: '/v1/stats/counts', access: PEOPLE, ok: 200, okWithQuery: 400, trailingSlash: null },

@@ -205,7 +205,7 @@ describe('e2e: POST /v1/tasks/batch', () => {
   it('is in the OpenAPI document with its answers', async () => {
     const doc = (await c.api.req('GET', '/openapi.json')).body;
     const op = doc.paths['/v1/tasks/batch'].post;
-    assert.deepEqual(Object.keys(op.responses).sort(), ['200', '201', '400', '401', '403', '409', '413']);
+    assert.deepEqual(Object.keys(op.responses).sort(), ['200', '201', '400', '401', '403', '409', '413', '415', '503']);
     assert.ok(op.parameters.some((p: any) => p.in === 'header' && p.name === 'idempotency-key'));
     const schema = op.requestBody.content['application/json'].schema;
     assert.equal(schema.properties.tasks.maxItems, 1000);

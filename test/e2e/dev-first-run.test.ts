@@ -258,14 +258,11 @@ describe('e2e: drover dev on a first run', () => {
 
   it(
     '--log-level info: every line of the server and the workers is a human line',
-    // The in-process server's lines go through dev's human destination once src/server/main.ts takes
-    // ServerOptions.logDestination (an integrator patch: main.ts is no helper's); then remove this todo.
-    { todo: 'needs src/server/main.ts ServerOptions.logDestination' },
+    // The in-process server's lines go through dev's human destination (ServerOptions.logDestination).
     async () => {
       const cwd = join(root, 'info');
       mkdirSync(cwd);
       const dev = await startDev(['--port', '0', '--workers', '1', '--log-level', 'info'], cwd);
-      // Either form of the server's line: without the patch it is JSON, and the checks below say so at once.
       await waitOutput(dev, (o) => /\[w1\] info {2}connected/.test(o) && /worker connected/.test(o), 'the worker\'s and the server\'s connect lines');
       assert.equal((await stopGroup(dev)).code, 0);
       const banner = dev.out().indexOf('Ctrl-C stops everything.\n');
@@ -277,9 +274,7 @@ describe('e2e: drover dev on a first run', () => {
 
   it(
     'a normal shutdown logs no "lost the server connection" warning',
-    // The agent (src/worker/agent.ts onDown) warns when its own close() ends the connection; the fix is
-    // the integrator's (helper EXEC owns src/worker): then remove this todo.
-    { todo: 'needs src/worker/agent.ts to skip the warning while closing' },
+    // The agent's own close() ends the connection: that is not a lost connection (agent.ts onDown).
     async () => {
       const cwd = join(root, 'shutdown');
       mkdirSync(cwd);

@@ -207,7 +207,7 @@ describe('worker drain and self-fencing', { timeout: 30_000 }, () => {
       const ready = new Promise<void>((r) => (onReady = r));
       child.stderr!.setEncoding('utf8').on('data', (d: string) => {
         err += d;
-        if (/slots, servers/.test(err)) onReady(); // printed once the signal handlers are in place
+        if (/: \d+ slots?, servers? /.test(err)) onReady(); // printed once the signal handlers are in place
       });
       const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
       return { child, ready, exited, stderr: () => err };

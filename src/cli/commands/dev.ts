@@ -48,7 +48,7 @@ import { existsSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { Command } from 'commander';
+import { Command } from '../commander.js';
 import { findCredentialsFile, readCredentialsFile, sameServer } from '../credentials.js';
 import { parseIntFlag, parsePort } from '../parse.js';
 import { onShutdown } from '../signals.js';
@@ -269,12 +269,12 @@ export function devCommand(): Command {
       let tail: TaskEndTail | null = null;
       try {
         const { startServer } = await import('../../server/main.js');
-        const serverOptions: Parameters<typeof startServer>[0] & { logDestination?: { write(chunk: string): unknown } } = {
+        const serverOptions: Parameters<typeof startServer>[0] = {
           db: `sqlite:${dbPath}`,
           host: '127.0.0.1',
           port: cfg.port,
           logLevel: cfg.logLevel,
-          // The server's lines as human lines, like the workers' (server/main.ts ServerOptions.logDestination).
+          // The server's lines as human lines, like the workers'.
           logDestination: humanPinoDestination((line) => process.stderr.write(tagLine('server', line, Date.now()) + '\n')),
           ...(process.env.DROVER_ADMIN_TOKEN ? { adminToken: process.env.DROVER_ADMIN_TOKEN } : {}),
           ...(process.env.DROVER_WEB_DIST ? { webDist: resolve(process.env.DROVER_WEB_DIST) } : {}),

@@ -7,7 +7,7 @@
  */
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { Command } from 'commander';
+import { Command } from '../commander.js';
 import { onShutdown } from '../signals.js';
 import { parseDbUrl, parseDurationFlag, parseIntFlag, parsePort } from '../parse.js';
 import { UsageError } from '../usage-error.js';
@@ -49,8 +49,8 @@ export function serverCommand(): Command {
     .option('--host <host>', 'address to listen on', '127.0.0.1')
     .option('--port <port>', 'port to listen on, 0..65535 (0 = any free port)', '7070')
     .option('--log-level <level>', 'the least severe server log lines written to stderr (JSON): fatal, error, warn, info (default) or debug; silent for none', 'info')
-    .option('--heartbeat <duration>', 'how often workers heartbeat', '5s')
-    .option('--lease <duration>', 'a worker silent this long is lost; its attempts are requeued (must exceed --heartbeat)', '15s')
+    .option('--heartbeat <duration>', 'how often workers heartbeat (a bare number is seconds)', '5s')
+    .option('--lease <duration>', 'a worker silent this long is lost; its attempts are requeued (must exceed --heartbeat; a bare number is seconds)', '15s')
     .option('--db-pool <n>', 'PostgreSQL: connections in the pool, 1..200', '10')
     .addHelpText(
       'after',

@@ -17,7 +17,7 @@
  */
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Command } from 'commander';
+import { Command } from '../commander.js';
 import { selfFencePlan } from '../../core/lease.js';
 import { DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS, LABEL_LIMITS } from '../../core/protocol.js';
 import type { GlobalOptions } from '../context.js';
@@ -126,7 +126,7 @@ export function workerCommand(): Command {
     .option('--work-dir <dir>', 'parent of the attempts\' work directories (default: <tmpdir>/drover-worker-<id or pid>)')
     .option('--id <id>', 'stable worker id (default: chosen by the agent)')
     .option('--executor <kind>', 'what runs attempts: process (the task\'s command) or noop (nothing; each attempt succeeds at once, for benchmarks and tests)', 'process')
-    .option('--drain-timeout <duration>', 'on SIGTERM/SIGINT (or a server\'s drain), how long running attempts may finish before they are stopped and reported lost, e.g. 30s, 2m (default: 30s)')
+    .option('--drain-timeout <duration>', 'on SIGTERM/SIGINT (or a server\'s drain), how long running attempts may finish before they are stopped and reported lost, e.g. 30s, 2m; a bare number is seconds (default: 30s)')
     .option('--pass-env <name>', 'pass this variable of the worker\'s environment on to tasks, when set (repeatable; never DROVER_TOKEN)', collect)
     .option('--log-level <level>', 'the least severe agent log lines written to stderr: error, warn, info (connections, drains) or debug (every attempt); silent for none', 'info')
     .option('--log-format <format>', 'human (HH:MM:SS lines) or json (one pino object a line, epoch-ms times); default human on a terminal, json otherwise')
