@@ -183,7 +183,7 @@ describe('e2e: submit', () => {
     const sub = await drover(c, ['submit', '--name', name, '--', 'true']);
     assert.equal(sub.code, 0, sub.stderr);
     const id = sub.stdout.trim();
-    const ls = await drover(c, ['ls', '--name', 'evil']);
+    const ls = await drover(c, ['ls', '--wide', '--name', 'evil']);
     assert.equal(ls.code, 0, ls.stderr);
     assert.doesNotMatch(ls.stdout, /[\x00-\x08\x0b-\x1f\x7f]/);
     assert.ok(ls.stdout.includes('evil\\x1b[2J\\x1b]0;pwned\\x07'), ls.stdout);
