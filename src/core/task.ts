@@ -76,6 +76,13 @@ export interface Task extends TaskSpec {
   updatedAt: number;
   /** Set once, when the task reaches a terminal state after an attempt. */
   result: TaskResult | null;
+  /**
+   * The cron schedule that created this task (store/schedules.ts fireSchedule), and the
+   * slot (epoch ms) it was created for; both null for a task a user submitted. The id
+   * may outlive its schedule (a deleted schedule leaves its tasks as they are).
+   */
+  scheduleId: string | null;
+  scheduledAt: number | null;
 }
 
 export interface Attempt {

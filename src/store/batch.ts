@@ -27,6 +27,13 @@ export interface NewTask {
   spec: TaskSpec;
   /** Run later: stored `ready` with this runAfter (store/tasks.ts CreateOptions). */
   runAfter?: number | null;
+  /**
+   * A schedule's run (store/schedules.ts fireSchedule): the schedule and the slot the
+   * task is for, stored in tasks.schedule_id / scheduled_at under their unique key.
+   */
+  slot?: { scheduleId: string; scheduledAt: number } | null;
+  /** Merged into the `submitted` event's detail (createTask's CreateOptions.detail). */
+  detail?: Record<string, unknown> | null;
 }
 
 /** The `submitted` event's detail of a new task (null when there is nothing to say). */
@@ -67,7 +74,14 @@ export function batchItemIndex(key: string, stored: string | null): number {
  * clone path), the explicit literal 0.1 µs; for a batch of 1,000 that was
  * most of the store's time.
  */
-export function newWaitingTask(id: string, owner: string, s: TaskSpec, now: number, runAfter: number | null = null): Task {
+export function newWaitingTask(
+  id: string,
+  owner: string,
+  s: TaskSpec,
+  now: number,
+  runAfter: number | null = null,
+  slot: { scheduleId: string; scheduledAt: number } | null = null,
+): Task {
   return {
     name: s.name,
     kind: s.kind,
@@ -93,6 +107,8 @@ export function newWaitingTask(id: string, owner: string, s: TaskSpec, now: numb
     createdAt: now,
     updatedAt: now,
     result: null,
+    scheduleId: slot === null ? null : slot.scheduleId,
+    scheduledAt: slot === null ? null : slot.scheduledAt,
   };
 }
 
@@ -102,13 +118,17 @@ export function newWaitingTask(id: string, owner: string, s: TaskSpec, now: numb
  * order] (name, kind, command, args, script, interpreter, env, timeout_ms,
  * max_retries, retry_base_delay_ms, retry_factor, retry_max_delay_ms,
  * priority, labels, requires, cwd; the JSON columns as their stored text),
- * then the item's runAfter (null: released at once).
+ * then the item's runAfter (null: released at once), the `submitted` event's
+ * detail as JSON text (null: none), its schedule id and its slot (null: not a
+ * schedule's run).
  */
 export function batchRowsJson(tasks: readonly NewTask[]): string {
   return JSON.stringify(
-    tasks.map(({ id, spec, runAfter }) => {
+    tasks.map(({ id, spec, runAfter, slot, detail }) => {
       const p = taskSpecParams(spec);
-      return [id, p.name, p.kind, p.command, p.args, p.script, p.interpreter, p.env, p.timeout_ms, p.max_retries, p.retry_base_delay_ms, p.retry_factor, p.retry_max_delay_ms, p.priority, p.labels, p.requires, p.cwd, runAfter ?? null];
+      const d = submittedDetail(runAfter, detail);
+      return [id, p.name, p.kind, p.command, p.args, p.script, p.interpreter, p.env, p.timeout_ms, p.max_retries, p.retry_base_delay_ms, p.retry_factor, p.retry_max_delay_ms, p.priority, p.labels, p.requires, p.cwd, runAfter ?? null,
+        d === null ? null : JSON.stringify(d), slot?.scheduleId ?? null, slot?.scheduledAt ?? null];
     }),
   );
 }

@@ -11,6 +11,7 @@ import type { Role, TokenRecord } from './tokens.js';
 import type { MinuteStat, RunningAttemptView, TaskSummary } from './task-views.js';
 import type { WebSessionRecord } from './web-sessions.js';
 import type { WorkerRecord } from './workers.js';
+import type { ScheduleRecord, ScheduleRun, ScheduleSpec } from './schedules.js';
 
 export interface TaskRow {
   id: string;
@@ -42,6 +43,8 @@ export interface TaskRow {
   result: string | null;
   created_at: number;
   updated_at: number;
+  schedule_id: string | null;
+  scheduled_at: number | null;
 }
 
 export interface AttemptRow {
@@ -208,6 +211,8 @@ export function taskFromRow(r: TaskRow): Task {
     createdAt: r.created_at,
     updatedAt: r.updated_at,
     result: r.result === null ? null : (JSON.parse(r.result) as TaskResult),
+    scheduleId: r.schedule_id ?? null,
+    scheduledAt: r.scheduled_at ?? null,
   };
 }
 
@@ -329,4 +334,79 @@ export const minuteFloor = (ms: number): number => ms - (((ms % 60_000) + 60_000
 
 export function webSessionFromRow(r: WebSessionRow): WebSessionRecord {
   return { idHash: r.id_hash, tokenId: r.token_id, createdAt: r.created_at, expiresAt: r.expires_at };
+}
+
+export interface ScheduleRow {
+  id: string;
+  owner: string;
+  name: string;
+  expr: string;
+  tz: string;
+  overlap: string;
+  catchup: string;
+  max_catchup: number;
+  template: string;
+  /** SQLite: 0 | 1; PostgreSQL: BOOLEAN. */
+  paused: number | boolean;
+  next_fire_at: number | null;
+  last_slot_at: number | null;
+  version: number;
+  created_at: number;
+  updated_at: number;
+}
+
+/** Named parameters for INSERT INTO schedules: the columns a spec determines. */
+export function scheduleSpecParams(spec: ScheduleSpec) {
+  return {
+    name: spec.name,
+    expr: spec.expr,
+    tz: spec.tz,
+    overlap: spec.overlap,
+    catchup: spec.catchup,
+    max_catchup: spec.maxCatchup,
+    template: JSON.stringify(spec.template),
+  };
+}
+
+export function scheduleFromRow(r: ScheduleRow): ScheduleRecord {
+  return {
+    id: r.id,
+    owner: r.owner,
+    name: r.name,
+    expr: r.expr,
+    tz: r.tz,
+    overlap: r.overlap as ScheduleRecord['overlap'],
+    catchup: r.catchup as ScheduleRecord['catchup'],
+    maxCatchup: r.max_catchup,
+    template: JSON.parse(r.template) as ScheduleRecord['template'],
+    paused: r.paused === true || r.paused === 1,
+    nextFireAt: r.next_fire_at,
+    lastSlotAt: r.last_slot_at,
+    version: r.version,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+  };
+}
+
+/** A schedule_runs row with its task's state (LEFT JOIN tasks). */
+export interface ScheduleRunRow {
+  schedule_id: string;
+  slot_at: number;
+  outcome: string;
+  reason: string | null;
+  task_id: string | null;
+  task_state: string | null;
+  at: number;
+}
+
+export function scheduleRunFromRow(r: ScheduleRunRow): ScheduleRun {
+  return {
+    scheduleId: r.schedule_id,
+    slotAt: r.slot_at,
+    outcome: r.outcome as ScheduleRun['outcome'],
+    reason: r.reason,
+    taskId: r.task_id,
+    taskState: r.task_state as TaskState | null,
+    at: r.at,
+  };
 }

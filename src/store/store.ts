@@ -11,6 +11,7 @@ import type { TaskViewStore } from './task-views.js';
 import type { WebSessionStore } from './web-sessions.js';
 import type { LeadershipStore } from './leadership.js';
 import type { LogStore } from './logs.js';
+import type { ScheduleStore } from './schedules.js';
 import type { StoreSignal } from './signals.js';
 import type { TaskStore } from './tasks.js';
 import type { TokenStore } from './tokens.js';
@@ -25,6 +26,7 @@ export type { WorkerRecord } from './workers.js';
 export type { Change, ChangePage, ChangeTopic, FeedStore } from './feed.js';
 export type { MinuteStat, RunningAttemptView, TaskSummary, TaskSummaryPage, TaskViewStore } from './task-views.js';
 export type { WebSessionRecord, WebSessionStore } from './web-sessions.js';
+export type { FireLeader, FireRequest, FireResult, ScheduleFilter, SchedulePage, ScheduleRecord, ScheduleRun, ScheduleSpec, ScheduleStore, SkipReason } from './schedules.js';
 export type { AttemptOutcome } from '../core/task.js';
 
 export interface StoreCapabilities {
@@ -46,12 +48,22 @@ export interface StoreCapabilities {
 /**
  * The whole store: one interface per concern (tokens.ts, tasks.ts,
  * attempts.ts, logs.ts, workers.ts, leadership.ts, feed.ts, task-views.ts,
- * web-sessions.ts), each implemented once per
+ * web-sessions.ts, schedules.ts), each implemented once per
  * backend in its own file (sqlite/, postgres/), plus the lifecycle here.
- * Later features (schedules, DAG runs, services, artifacts) add their own
+ * Later features (DAG runs, services, artifacts) add their own
  * interface and files.
  */
-export interface Store extends TokenStore, TaskStore, AttemptStore, LogStore, WorkerStore, LeadershipStore, FeedStore, TaskViewStore, WebSessionStore {
+export interface Store
+  extends TokenStore,
+    TaskStore,
+    AttemptStore,
+    LogStore,
+    WorkerStore,
+    LeadershipStore,
+    FeedStore,
+    TaskViewStore,
+    WebSessionStore,
+    ScheduleStore {
   readonly capabilities: StoreCapabilities;
 
   /**
@@ -62,6 +74,7 @@ export interface Store extends TokenStore, TaskStore, AttemptStore, LogStore, Wo
    * Which changes signal what (both stores; checked by the contract suite):
    *   createTask (when created), retryTask, promoteDue (each id)  → wake + task
    *   createTasks (when created)  → wake (once)
+   *   fireSchedule (when it created a task)  → wake (once)
    *   endAttempt      → task (+ wake when the task is, or stays, waiting)
    *   claimNext, appendLogs (when stored)  → task
    *   cancelTask      → task (+ cancel when an attempt was running)

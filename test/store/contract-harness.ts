@@ -68,6 +68,12 @@ export interface ContractHooks {
    * with a deadline). SQLite: at once.
    */
   settled?: (store: Store) => Promise<void>;
+  /**
+   * Opens a second, migrated store on the same database as `store` (another
+   * server's handle: its own pool), for races between servers. Absent where
+   * the backend has one handle per database in these tests (SQLite).
+   */
+  sibling?: (store: Store) => Promise<Store>;
 }
 
 /** The outcome fields of an end, as a worker (or for `lost`, the sweeper) reports them. */

@@ -42,6 +42,8 @@ export function runTaskContract(name: string, open: Opened): void {
           createdAt: T0,
           updatedAt: T0,
           result: null,
+          scheduleId: null,
+          scheduledAt: null,
         });
         assert.deepEqual(await h.store.getTask(id), r.task);
 

@@ -2,7 +2,8 @@
  * The Store contract: every implementation (SQLite, PostgreSQL) runs this
  * same suite, one file per concern (contract-tasks.ts, contract-attempts.ts,
  * contract-logs.ts, contract-tokens.ts, contract-workers.ts,
- * contract-web-sessions.ts, contract-feed.ts, contract-views.ts, contract-batch.ts; signals and
+ * contract-web-sessions.ts, contract-feed.ts, contract-views.ts, contract-batch.ts,
+ * contract-schedules.ts; signals and
  * leadership in contract-signals.ts). `open` must return a fresh, empty store
  * each time; the suite calls `migrate()` itself and closes the store after
  * each test. Time is explicit (`now` numbers), and leases expire only through
@@ -18,6 +19,7 @@ import { runViewContract } from './contract-views.js';
 import { runLogContract } from './contract-logs.js';
 import { runTaskContract } from './contract-tasks.js';
 import { runRunLaterContract } from './contract-run-later.js';
+import { runScheduleContract } from './contract-schedules.js';
 import { runTokenContract } from './contract-tokens.js';
 import { runWebSessionContract } from './contract-web-sessions.js';
 import { runWorkerContract } from './contract-workers.js';
@@ -36,4 +38,5 @@ export function runStoreContract(name: string, open: Opened, hooks: ContractHook
   runWebSessionContract(name, open);
   runFeedContract(name, open, hooks);
   runViewContract(name, open);
+  runScheduleContract(name, open, hooks);
 }

@@ -35,10 +35,14 @@ after(async () => {
   assert.deepEqual(mine, [], 'test databases left behind');
 });
 
+/** The database URL of each store openFresh made (for ContractHooks.sibling). */
+const urls = new WeakMap<Store, string>();
+
 /** A store on a fresh migrated database; closing it drops the database. */
 async function openFresh(opts: PostgresStoreOptions = {}): Promise<PostgresStore> {
   const db = await createTestDatabase();
   const store = openPostgresStore(db.url, { poolSize: 4, ...opts });
+  urls.set(store, db.url);
   const close = store.close.bind(store);
   store.close = async () => {
     try {
@@ -93,7 +97,15 @@ async function feedSettled(store: Store): Promise<void> {
 }
 
 describe('PostgreSQL store', { skip: PG ? false : PG_SKIP_REASON }, () => {
-  runStoreContract('postgres', () => openFresh(), { settled: feedSettled });
+  runStoreContract('postgres', () => openFresh(), {
+    settled: feedSettled,
+    // Another server's pool on the same database (closed by the test; the database is dropped with the first).
+    sibling: async (store) => {
+      const other = openPostgresStore(urls.get(store)!, { poolSize: 4, applicationName: 'drover-test-sibling' });
+      await other.migrate();
+      return other;
+    },
+  });
   runSignalContract('postgres', () => openFresh());
 
   describe('PostgresStore specifics', () => {

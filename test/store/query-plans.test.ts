@@ -29,6 +29,8 @@ import { LOG_SQL as PG_LOG_SQL } from '../../src/store/postgres/logs.js';
 import { openPostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { DUE_SQL as PG_DUE_SQL } from '../../src/store/postgres/tasks.js';
 import { DUE_SQL as LITE_DUE_SQL } from '../../src/store/sqlite/tasks.js';
+import { SCHEDULE_DUE_SQL as PG_SCHEDULE_DUE_SQL } from '../../src/store/postgres/schedules.js';
+import { SCHEDULE_DUE_SQL as LITE_SCHEDULE_DUE_SQL } from '../../src/store/sqlite/schedules.js';
 import { postgresTaskListQuery, VIEW_SQL as PG_VIEW_SQL } from '../../src/store/postgres/task-views.js';
 import { FEED_SQL as LITE_FEED_SQL } from '../../src/store/sqlite/feed.js';
 import { LOG_SQL as LITE_LOG_SQL } from '../../src/store/sqlite/logs.js';
@@ -71,6 +73,18 @@ const MID = ROWS[N / 2]!;
 const DUE_DATA = `
   UPDATE tasks SET run_after = created_at + 5000 WHERE state = 'retrying';
   UPDATE tasks SET state = 'ready', run_after = created_at + 60000 WHERE state = 'waiting' AND (created_at - ${T0}) / 100 % 100 = 3;`;
+/**
+ * 5,000 schedules, one due every 600 ms from T0 on, owners u0..u49; every 10th
+ * paused (no next fire time), every 25th exhausted (none either).
+ */
+const SCHEDULES = 5000;
+const scheduleData = (series: string, k: string) => `
+  INSERT INTO schedules (id, owner, name, expr, tz, overlap, catchup, max_catchup, template, paused, next_fire_at, created_at, updated_at)
+    SELECT 'S' || substr('0000000000' || ${k}, -10), 'u' || (${k} % 50), 'sched-' || ${k}, '* * * * *', 'UTC', 'allow', 'latest', 10, '{}',
+           CASE WHEN ${k} % 10 = 0 THEN TRUE ELSE FALSE END,
+           CASE WHEN ${k} % 10 = 0 OR ${k} % 25 = 0 THEN NULL ELSE ${T0} + ${k} * 600 END, ${T0}, ${T0}
+    FROM ${series};`;
+
 /** A task with a long log (5,010 chunks), which a viewer pages backwards from its end. */
 const BIG_LOG = ROWS[N - 1]!.id;
 /** The most rows a plan may sort: what an index condition matched, a small part of the table. */
@@ -129,6 +143,7 @@ describe('query plans: SQLite', () => {
         WITH RECURSIVE g(k) AS (SELECT 0 UNION ALL SELECT k + 1 FROM g WHERE k < 9)
         INSERT INTO log_chunks (task_id, attempt, seq, stream, at, data) SELECT t.id, 1, g.k, 'stdout', t.created_at, x'00' FROM (SELECT id, created_at FROM tasks ORDER BY id LIMIT 2000) t, g;
         ${DUE_DATA}
+        ${scheduleData(`(WITH RECURSIVE g(k) AS (SELECT 0 UNION ALL SELECT k + 1 FROM g WHERE k < ${SCHEDULES - 1}) SELECT k FROM g) AS g`, 'g.k')}
         ANALYZE;
       `);
     })();
@@ -209,6 +224,19 @@ describe('query plans: SQLite', () => {
     assert.equal(p.filter((d) => /tasks_due/.test(d)).length, 2, p.join('\n'));
     assert.ok(!p.some((d) => /^SCAN tasks$/.test(d)), p.join('\n'));
   });
+
+  it('the schedule due queries (dueSchedules, nextScheduleDueAt) read the head of schedules_due, no sort', () => {
+    assert.equal((s.db.prepare('SELECT count(*) AS n FROM schedules').get() as { n: number }).n, SCHEDULES);
+    for (const [label, sql, params] of [
+      ['dueSchedules', LITE_SCHEDULE_DUE_SQL.due, [T0 + 1_500_000, 256]],
+      ['nextScheduleDueAt', LITE_SCHEDULE_DUE_SQL.next, []],
+    ] as const) {
+      const p = plan(sql, [...params]);
+      assert.ok(p.some((d) => /^(SEARCH|SCAN) schedules USING (COVERING )?INDEX schedules_due\b/.test(d)), `${label}:\n${p.join('\n')}`);
+      assert.ok(!p.some((d) => /TEMP B-TREE|^SCAN schedules$/.test(d)), `${label}:\n${p.join('\n')}`);
+    }
+    assert.match(plan(LITE_SCHEDULE_DUE_SQL.due, [T0, 256]).join('\n'), /schedules_due \((next_fire_at>\? AND )?next_fire_at<\?\)/);
+  });
 });
 
 describe('query plans: PostgreSQL', { skip: PG ? false : PG_SKIP_REASON }, () => {
@@ -235,6 +263,7 @@ describe('query plans: PostgreSQL', { skip: PG ? false : PG_SKIP_REASON }, () =>
       INSERT INTO log_chunks (task_id, attempt, seq, stream, at, data)
         SELECT t.id, 1, g, 'stdout', t.created_at, '\\x00' FROM (SELECT id, created_at FROM tasks ORDER BY id LIMIT 2000) t, generate_series(0, 9) g;
       ${DUE_DATA}
+      ${scheduleData(`generate_series(0, ${SCHEDULES - 1}) AS g(k)`, 'g.k')}
       ANALYZE;
     `);
   });
@@ -323,6 +352,17 @@ describe('query plans: PostgreSQL', { skip: PG ? false : PG_SKIP_REASON }, () =>
       const used = new Set(all.filter(isIndexScan).map((n) => n['Index Name']));
       assert.ok(used.has('tasks_due') && used.has('tasks_ready_due'), `${label}:\n${text}`);
       assert.ok(!all.some((n) => n['Node Type'] === 'Seq Scan' && n['Relation Name'] === 'tasks'), `${label}: a full scan\n${text}`);
+    }
+  });
+
+  it('the schedule due queries (dueSchedules, nextScheduleDueAt) read schedules_due, no sequential scan, no sort', async () => {
+    for (const [label, sql, params] of [
+      ['dueSchedules', PG_SCHEDULE_DUE_SQL.due, [T0 + 1_500_000, 256]],
+      ['nextScheduleDueAt', PG_SCHEDULE_DUE_SQL.next, []],
+    ] as const) {
+      const { all, text } = await plan(sql, [...params]);
+      assert.ok(all.some((n) => isIndexScan(n) && n['Index Name'] === 'schedules_due'), `${label}:\n${text}`);
+      assert.ok(!all.some((n) => n['Node Type'] === 'Seq Scan' || /Sort/.test(n['Node Type'])), `${label}:\n${text}`);
     }
   });
 });

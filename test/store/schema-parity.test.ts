@@ -111,6 +111,12 @@ describe('schema parity: SQLite and PostgreSQL', { skip: PG ? false : PG_SKIP_RE
       ['task_counts', 'shard'],
       ['task_minutes', 'latency_max_ms'],
       ['schema_migrations', 'version'],
+      ['schedules', 'template'],
+      ['schedules', 'next_fire_at'],
+      ['schedule_runs', 'reason'],
+      ['tasks', 'schedule_id'],
+      ['tasks', 'scheduled_at'],
+      ['leaders', 'epoch'],
     ] as const) {
       assert.ok(lite[table]?.[column], `${table}.${column}`);
     }

@@ -17,15 +17,15 @@
 import { ConflictError } from '../../core/errors.js';
 import type { Task } from '../../core/task.js';
 import { assertTransition } from '../../core/task-state.js';
-import { batchKeyRange, checkBatch, matchStoredBatch, newWaitingTask, type NewTask } from '../batch.js';
+import { batchKeyRange, checkBatch, matchStoredBatch, newWaitingTask, submittedDetail, type NewTask } from '../batch.js';
 import { taskFromRow, type TaskRow } from '../rows.js';
 import type { CreateManyResult, Idempotency } from '../tasks.js';
-import type { Db } from './db.js';
+import type { Db, Tx } from './db.js';
 import { isUniqueViolation } from './pg-errors.js';
 
 /**
  * $1 owner, $2 now, $3 actor, $4 batch key (NULL: none), $5 request hash,
- * $6.. one array per column. Item i's key is "$4 i" (batch.ts batchItemKey;
+ * $6.. one array per column (columns() below). Item i's key is "$4 i" (batch.ts batchItemKey;
  * ordinality counts from 1). Arrays rather than one JSON parameter read with
  * json_array_elements (as the SQLite store does): measured, 20 alternating
  * rounds of 1,000-task batches (parameters built, statement, commit), arrays
@@ -33,35 +33,48 @@ import { isUniqueViolation } from './pg-errors.js';
  * (1,000 tasks, schema v5): tasks insert 11 ms, events insert 6 ms plus 7 ms
  * of their foreign-key checks, the insert trigger 3 ms; with the v4 row
  * trigger that trigger alone was 82-116 ms.
+ *
+ * Two forms, one text otherwise: `submit` (createTasks) skips an item whose
+ * (owner, idempotency key) is taken and returns how many it inserted; `slots`
+ * (fireSchedule, schedules.ts) skips an item whose (schedule_id, scheduled_at)
+ * is taken, the one-run-per-slot key, and returns the ids it inserted. Either
+ * way a skipped item gets no events, and a taken id aborts the statement.
  */
-const INSERT_BATCH = `WITH u AS (
+function insertBatchSql(form: 'submit' | 'slots'): string {
+  const conflict =
+    form === 'submit'
+      ? 'ON CONFLICT (owner, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING'
+      : 'ON CONFLICT (schedule_id, scheduled_at) WHERE schedule_id IS NOT NULL DO NOTHING';
+  return `WITH u AS (
   SELECT * FROM unnest($6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[],
                        $14::bigint[], $15::int[], $16::bigint[], $17::float8[], $18::bigint[], $19::int[], $20::text[], $21::text[],
-                       $22::text[], $23::bigint[])
+                       $22::text[], $23::bigint[], $24::text[], $25::text[], $26::bigint[])
     WITH ORDINALITY AS u(id, name, command, args, script, interpreter, env, labels,
                          timeout_ms, max_retries, retry_base_delay_ms, retry_factor, retry_max_delay_ms, priority, requires, kind,
-                         cwd, run_after, n)
+                         cwd, run_after, detail, schedule_id, scheduled_at, n)
 ), t AS (
   INSERT INTO tasks (id, owner, state, name, kind, command, args, script, interpreter, env, timeout_ms,
     max_retries, retry_base_delay_ms, retry_factor, retry_max_delay_ms, priority, labels, requires, cwd, run_after,
-    idempotency_key, request_hash, created_at, updated_at)
+    idempotency_key, request_hash, schedule_id, scheduled_at, created_at, updated_at)
   SELECT u.id, $1, CASE WHEN u.run_after IS NULL THEN 'waiting' ELSE 'ready' END, u.name, u.kind, u.command, u.args, u.script, u.interpreter, u.env, u.timeout_ms,
     u.max_retries, u.retry_base_delay_ms, u.retry_factor, u.retry_max_delay_ms, u.priority, u.labels, u.requires, u.cwd, u.run_after,
-    $4::text || ' ' || (u.n - 1)::text, $5::text, $2::bigint, $2::bigint
+    $4::text || ' ' || (u.n - 1)::text, $5::text, u.schedule_id, u.scheduled_at, $2::bigint, $2::bigint
   FROM u ORDER BY u.n
-  ON CONFLICT (owner, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+  ${conflict}
   RETURNING id
 ), e AS (
   INSERT INTO task_events (task_id, from_state, to_state, reason, actor, at, detail)
-  SELECT u.id, v.f, v.s, v.r, $3::text, $2::bigint,
-         CASE WHEN v.o = 1 AND u.run_after IS NOT NULL THEN json_build_object('runAfter', u.run_after)::text END
+  SELECT u.id, v.f, v.s, v.r, $3::text, $2::bigint, CASE WHEN v.o = 1 THEN u.detail END
   FROM u JOIN t ON t.id = u.id,
        (VALUES (1, NULL::text, 'ready', 'submitted'), (2, 'ready', 'waiting', 'released')) AS v(o, f, s, r)
   -- A task to run later (run_after) gets only its submitted event; promoteDue releases it.
   WHERE v.o = 1 OR u.run_after IS NULL
   ORDER BY u.n, v.o
 )
-SELECT count(*)::int AS n FROM t`;
+${form === 'submit' ? 'SELECT count(*)::int AS n FROM t' : 'SELECT id FROM t'}`;
+}
+const INSERT_BATCH = insertBatchSql('submit');
+const INSERT_SLOTS = insertBatchSql('slots');
 
 /** The stored items of one batch key: an index range of tasks_owner_idempotency_key (keys are COLLATE "C": byte order). */
 const STORED_BATCH = 'SELECT * FROM tasks WHERE owner = $1 AND idempotency_key IS NOT NULL AND idempotency_key >= $2 AND idempotency_key < $3';
@@ -70,8 +83,8 @@ const STORED_BATCH = 'SELECT * FROM tasks WHERE owner = $1 AND idempotency_key I
 class KeyTaken extends Error {}
 
 function columns(tasks: readonly NewTask[]): unknown[][] {
-  const cols: unknown[][] = Array.from({ length: 18 }, () => new Array(tasks.length));
-  tasks.forEach(({ id, spec: s, runAfter }, i) => {
+  const cols: unknown[][] = Array.from({ length: 21 }, () => new Array(tasks.length));
+  tasks.forEach(({ id, spec: s, runAfter, detail, slot }, i) => {
     cols[0]![i] = id;
     cols[1]![i] = s.name;
     cols[2]![i] = s.command;
@@ -90,6 +103,10 @@ function columns(tasks: readonly NewTask[]): unknown[][] {
     cols[15]![i] = s.kind;
     cols[16]![i] = s.cwd;
     cols[17]![i] = runAfter ?? null;
+    const d = submittedDetail(runAfter, detail);
+    cols[18]![i] = d === null ? null : JSON.stringify(d);
+    cols[19]![i] = slot?.scheduleId ?? null;
+    cols[20]![i] = slot?.scheduledAt ?? null;
   });
   return cols;
 }
@@ -110,7 +127,7 @@ export function postgresCreateTasks(db: Db) {
         }
         if (inserted !== tasks.length) throw new KeyTaken();
         tx.signal({ kind: 'wake' });
-        const out: Task[] = tasks.map(({ id, spec, runAfter }) => newWaitingTask(id, owner, spec, now, runAfter ?? null));
+        const out: Task[] = tasks.map(({ id, spec, runAfter, slot }) => newWaitingTask(id, owner, spec, now, runAfter ?? null, slot ?? null));
         return { tasks: out, created: true };
       });
     } catch (e) {
@@ -124,4 +141,27 @@ export function postgresCreateTasks(db: Db) {
     const reason = m.kind === 'conflict' ? m.reason : 'was taken by a batch that was then removed';
     throw new ConflictError(`Idempotency-Key ${JSON.stringify(idem.key)} ${reason}; repeat that batch unchanged to get its tasks, or use a new key`);
   };
+}
+
+/**
+ * Inserts a schedule's runs (fireSchedule, schedules.ts) inside the caller's
+ * transaction, through the statement createTasks uses (same rows, events,
+ * feed rows and counters), each item with its `slot`. An item whose slot is
+ * taken inserts nothing, not even an event (the unique key
+ * tasks_schedule_slot; a concurrent insert of the same slot waits for the
+ * other transaction and then skips). Returns the tasks inserted, in item order.
+ */
+export async function insertSlotTasks(tx: Tx, owner: string, tasks: readonly NewTask[], actor: string, now: number): Promise<Task[]> {
+  if (tasks.length === 0) return [];
+  checkBatch(tasks);
+  assertTransition('ready', 'waiting', 'released');
+  let ids: Set<string>;
+  try {
+    ids = new Set((await tx.query<{ id: string }>(INSERT_SLOTS, [owner, now, actor, null, null, ...columns(tasks)])).rows.map((r) => r.id));
+  } catch (e) {
+    if (isUniqueViolation(e)) throw new ConflictError(`a task id of this schedule run already exists (${(e as { detail?: string }).detail ?? 'unique violation'})`);
+    throw e;
+  }
+  if (ids.size > 0) tx.signal({ kind: 'wake' });
+  return tasks.filter((t) => ids.has(t.id)).map(({ id, spec, runAfter, slot }) => newWaitingTask(id, owner, spec, now, runAfter ?? null, slot ?? null));
 }

@@ -476,6 +476,53 @@ ALTER TABLE tasks ADD COLUMN cwd TEXT;
 CREATE INDEX tasks_ready_due ON tasks (run_after, id) WHERE state = 'ready' AND run_after IS NOT NULL;
 `,
   },
+  {
+    version: 7,
+    name: 'cron schedules, their runs, one task per (schedule, slot), leadership epochs',
+    sql: `
+-- A cron schedule (store/schedules.ts); see sqlite/migrations.ts version 7 for the
+-- columns. template is the TaskSpec as JSON text; next_fire_at is NULL while paused.
+CREATE TABLE schedules (
+  id            TEXT COLLATE "C" PRIMARY KEY,
+  owner         TEXT COLLATE "C" NOT NULL,
+  name          TEXT COLLATE "C" NOT NULL,
+  expr          TEXT NOT NULL,
+  tz            TEXT NOT NULL,
+  overlap       TEXT NOT NULL CHECK (overlap IN ('allow', 'forbid', 'replace')),
+  catchup       TEXT NOT NULL CHECK (catchup IN ('none', 'latest', 'all')),
+  max_catchup   INTEGER NOT NULL,
+  template      TEXT NOT NULL,
+  paused        BOOLEAN NOT NULL DEFAULT false,
+  next_fire_at  BIGINT,
+  last_slot_at  BIGINT,
+  version       BIGINT NOT NULL DEFAULT 1,
+  created_at    BIGINT NOT NULL,
+  updated_at    BIGINT NOT NULL,
+  UNIQUE (owner, name)
+);
+CREATE INDEX schedules_owner_id ON schedules (owner, id);
+CREATE INDEX schedules_due ON schedules (next_fire_at, id) WHERE next_fire_at IS NOT NULL AND NOT paused;
+
+-- One row per slot decision; task_id without a foreign key (task retention may remove the task).
+CREATE TABLE schedule_runs (
+  schedule_id  TEXT COLLATE "C" NOT NULL REFERENCES schedules(id),
+  slot_at      BIGINT NOT NULL,
+  outcome      TEXT NOT NULL CHECK (outcome IN ('fired', 'skipped')),
+  reason       TEXT,
+  task_id      TEXT COLLATE "C",
+  at           BIGINT NOT NULL,
+  PRIMARY KEY (schedule_id, slot_at)
+);
+
+-- One run per slot: fireSchedule inserts ON CONFLICT (schedule_id, scheduled_at) DO NOTHING.
+ALTER TABLE tasks ADD COLUMN schedule_id TEXT COLLATE "C";
+ALTER TABLE tasks ADD COLUMN scheduled_at BIGINT;
+CREATE UNIQUE INDEX tasks_schedule_slot ON tasks (schedule_id, scheduled_at) WHERE schedule_id IS NOT NULL;
+
+-- Fencing epoch of a lease: +1 each time it changes holder or is taken after expiring.
+ALTER TABLE leaders ADD COLUMN epoch BIGINT NOT NULL DEFAULT 1;
+`,
+  },
 ];
 
 /** The schema version this code writes. */

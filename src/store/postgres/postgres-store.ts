@@ -3,7 +3,7 @@
  * the datastore is also the queue). Same behaviour as the SQLite store (one
  * contract suite, test/store/contract.ts); what differs is concurrency and the
  * lease clock. One file per concern (tokens.ts, tasks.ts, attempts.ts,
- * logs.ts, workers.ts, leadership.ts, web-sessions.ts, feed.ts, task-views.ts), composed here; db.ts holds the pool and
+ * logs.ts, workers.ts, leadership.ts, web-sessions.ts, feed.ts, task-views.ts, schedules.ts), composed here; db.ts holds the pool and
  * transactions, signals.ts LISTEN/NOTIFY, migrations.ts the schema.
  *
  * Concurrency model. Every write is one READ COMMITTED transaction (db.ts), or
@@ -34,6 +34,7 @@ import type { AttemptStore } from '../attempts.js';
 import type { LeadershipStore } from '../leadership.js';
 import type { LogStore } from '../logs.js';
 import type { Store, StoreCapabilities, StoreSignal } from '../store.js';
+import type { ScheduleStore } from '../schedules.js';
 import type { TaskStore } from '../tasks.js';
 import type { TokenStore } from '../tokens.js';
 import type { WorkerStore } from '../workers.js';
@@ -44,6 +45,7 @@ import { postgresLeadership } from './leadership.js';
 import { postgresLogs } from './logs.js';
 import { applyMigrations } from './migrations.js';
 import { SignalHub } from './signals.js';
+import { postgresSchedules } from './schedules.js';
 import { postgresTasks } from './tasks.js';
 import { postgresTaskViews } from './task-views.js';
 import { postgresTokens } from './tokens.js';
@@ -100,7 +102,7 @@ export function openPostgresStore(url: string, opts: PostgresStoreOptions = {}):
 }
 
 /** The concern stores' methods, assigned onto each instance by the constructor. */
-export interface PostgresStore extends TokenStore, TaskStore, AttemptStore, LogStore, WorkerStore, LeadershipStore, FeedStore, TaskViewStore, WebSessionStore {}
+export interface PostgresStore extends TokenStore, TaskStore, AttemptStore, LogStore, WorkerStore, LeadershipStore, FeedStore, TaskViewStore, WebSessionStore, ScheduleStore {}
 
 export class PostgresStore implements Store {
   readonly capabilities: StoreCapabilities = { multiServer: true, groupCommit: false, leaseClock: 'database' };
@@ -125,6 +127,7 @@ export class PostgresStore implements Store {
       postgresWebSessions(this.db),
       postgresFeed(this.db),
       postgresTaskViews(this.db),
+      postgresSchedules(this.db),
     );
   }
 

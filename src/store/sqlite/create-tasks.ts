@@ -24,22 +24,25 @@ import type { CreateManyResult, Idempotency } from '../tasks.js';
 import type { SqliteDb } from './db.js';
 import { isUniqueViolation } from './sqlite-errors.js';
 
-/** @key: the batch key (NULL: none; item i's key is "@key i", batch.ts); @rows: one JSON array per task (batch.ts batchRowsJson). */
+/**
+ * @key: the batch key (NULL: none; item i's key is "@key i", batch.ts); @rows: one JSON array per task
+ * (batch.ts batchRowsJson), whose items 19 and 20 are a schedule's run's slot (fireSchedule).
+ */
 const INSERT_TASKS = `INSERT INTO tasks (id, owner, state, name, kind, command, args, script, interpreter, env, timeout_ms,
    max_retries, retry_base_delay_ms, retry_factor, retry_max_delay_ms, priority, labels, requires, cwd, run_after,
-   idempotency_key, request_hash, created_at, updated_at)
+   idempotency_key, request_hash, schedule_id, scheduled_at, created_at, updated_at)
  SELECT j.value ->> 0, @owner, CASE WHEN j.value ->> 17 IS NULL THEN 'waiting' ELSE 'ready' END,
    j.value ->> 1, j.value ->> 2, j.value ->> 3, j.value ->> 4, j.value ->> 5, j.value ->> 6, j.value ->> 7, j.value ->> 8,
    j.value ->> 9, j.value ->> 10, j.value ->> 11, j.value ->> 12, j.value ->> 13, j.value ->> 14, j.value ->> 15, j.value ->> 16, j.value ->> 17,
-   @key || ' ' || j.key, @hash, @now, @now
+   @key || ' ' || j.key, @hash, j.value ->> 19, j.value ->> 20, @now, @now
  FROM json_each(@rows) AS j ORDER BY j.key`;
 /**
- * @rows as above: both events of each task released now, only `submitted` (detail
- * { runAfter }) of a task to run later, in item order.
+ * @rows as above: both events of each task released now, only `submitted` of a task to
+ * run later, in item order; `submitted` carries item 18, the detail (batch.ts submittedDetail).
  */
 const INSERT_EVENTS = `INSERT INTO task_events (task_id, from_state, to_state, reason, actor, at, detail)
  SELECT j.value ->> 0, v.f, v.s, v.r, @actor, @now,
-   CASE WHEN v.o = 1 AND j.value ->> 17 IS NOT NULL THEN json_object('runAfter', j.value -> 17) END
+   CASE WHEN v.o = 1 THEN j.value ->> 18 END
  FROM json_each(@rows) AS j, (SELECT 1 AS o, NULL AS f, 'ready' AS s, 'submitted' AS r UNION ALL SELECT 2, 'ready', 'waiting', 'released') AS v
  WHERE v.o = 1 OR j.value ->> 17 IS NULL
  ORDER BY j.key, v.o`;
@@ -59,17 +62,27 @@ export function sqliteCreateTasks(d: SqliteDb) {
         if (m.kind === 'repeat') return { tasks: m.rows.map(taskFromRow), created: false };
         if (m.kind === 'conflict') throw new ConflictError(`Idempotency-Key ${JSON.stringify(idem.key)} ${m.reason}; repeat that batch unchanged to get its tasks, or use a new key`);
       }
-      try {
-        d.q(INSERT_TASKS).run({ owner, now, key: idem?.key ?? null, hash: idem?.requestHash ?? null, rows });
-      } catch (e) {
-        // The key range was empty in this transaction, so only an id can be taken (or given twice).
-        if (isUniqueViolation(e)) throw new ConflictError(`a task id of this batch already exists (${(e as Error).message})`);
-        throw e;
-      }
-      d.q(INSERT_EVENTS).run({ actor, now, rows });
-      const out: Task[] = tasks.map(({ id, spec, runAfter }) => newWaitingTask(id, owner, spec, now, runAfter ?? null));
-      d.signal({ kind: 'wake' });
-      return { tasks: out, created: true };
+      // The key range was empty in this transaction, so only an id can be taken (or given twice).
+      return { tasks: insertNewTasks(d, owner, tasks, rows, actor, now, idem ?? null), created: true };
     });
   };
+}
+
+/**
+ * The rows, events, feed rows and counters of new tasks (the feed and counters
+ * by the tasks triggers): what createTasks and fireSchedule (schedules.ts)
+ * both store, inside the caller's write. `rows` is batchRowsJson(tasks). A taken
+ * id throws ConflictError; the caller has made sure no idempotency key or slot
+ * of these tasks is taken (its transaction holds the write lock).
+ */
+export function insertNewTasks(d: SqliteDb, owner: string, tasks: readonly NewTask[], rows: string, actor: string, now: number, idem: Idempotency | null): Task[] {
+  try {
+    d.q(INSERT_TASKS).run({ owner, now, key: idem?.key ?? null, hash: idem?.requestHash ?? null, rows });
+  } catch (e) {
+    if (isUniqueViolation(e)) throw new ConflictError(`a task id of this batch already exists (${(e as Error).message})`);
+    throw e;
+  }
+  d.q(INSERT_EVENTS).run({ actor, now, rows });
+  d.signal({ kind: 'wake' });
+  return tasks.map(({ id, spec, runAfter, slot }) => newWaitingTask(id, owner, spec, now, runAfter ?? null, slot ?? null));
 }

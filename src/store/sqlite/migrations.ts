@@ -331,6 +331,63 @@ CREATE INDEX attempts_running_worker ON attempts (worker_id, started_at, id) WHE
     // gets a sibling).
     sql: `ALTER TABLE tasks ADD COLUMN cwd TEXT;`,
   },
+  {
+    version: 7,
+    name: 'cron schedules, their runs, one task per (schedule, slot), leadership epochs',
+    sql: `
+-- A cron schedule (store/schedules.ts). template: the TaskSpec each run creates, as
+-- JSON text (rows.ts scheduleFromRow): it is only ever copied into a task, never
+-- filtered on, so one column instead of a copy of every tasks spec column.
+-- next_fire_at is NULL while paused (and when the expression has no more times),
+-- so schedules_due holds only schedules that can fire.
+CREATE TABLE schedules (
+  id            TEXT PRIMARY KEY,
+  owner         TEXT NOT NULL,
+  name          TEXT NOT NULL,
+  expr          TEXT NOT NULL,
+  tz            TEXT NOT NULL,
+  overlap       TEXT NOT NULL CHECK (overlap IN ('allow', 'forbid', 'replace')),
+  catchup       TEXT NOT NULL CHECK (catchup IN ('none', 'latest', 'all')),
+  max_catchup   INTEGER NOT NULL,
+  template      TEXT NOT NULL,
+  paused        INTEGER NOT NULL DEFAULT 0 CHECK (paused IN (0, 1)),
+  next_fire_at  INTEGER,
+  last_slot_at  INTEGER,
+  version       INTEGER NOT NULL DEFAULT 1,
+  created_at    INTEGER NOT NULL,
+  updated_at    INTEGER NOT NULL,
+  UNIQUE (owner, name)
+);
+-- listSchedules of one owner (all owners: the primary key).
+CREATE INDEX schedules_owner_id ON schedules (owner, id);
+-- dueSchedules / nextScheduleDueAt: the head of this index. Its WHERE is the queries'
+-- own (paused is in it although a paused schedule has no next_fire_at), so a partial
+-- index matches them on any planner without relying on that rule.
+CREATE INDEX schedules_due ON schedules (next_fire_at, id) WHERE next_fire_at IS NOT NULL AND paused = 0;
+
+-- One row per slot decision (fired or skipped), not task_events: a skipped slot has
+-- no task for an event to belong to, and (schedule_id, slot_at) is unique. task_id
+-- has no foreign key: task retention may remove the task and the record stays.
+CREATE TABLE schedule_runs (
+  schedule_id  TEXT NOT NULL REFERENCES schedules(id),
+  slot_at      INTEGER NOT NULL,
+  outcome      TEXT NOT NULL CHECK (outcome IN ('fired', 'skipped')),
+  reason       TEXT,
+  task_id      TEXT,
+  at           INTEGER NOT NULL,
+  PRIMARY KEY (schedule_id, slot_at)
+);
+
+-- A schedule's run: which schedule (no foreign key: a deleted schedule leaves its
+-- tasks and their schedule_id) and which slot. THE guarantee of one run per slot.
+ALTER TABLE tasks ADD COLUMN schedule_id TEXT;
+ALTER TABLE tasks ADD COLUMN scheduled_at INTEGER;
+CREATE UNIQUE INDEX tasks_schedule_slot ON tasks (schedule_id, scheduled_at) WHERE schedule_id IS NOT NULL;
+
+-- Fencing epoch of a lease: +1 each time it changes holder or is taken after expiring.
+ALTER TABLE leaders ADD COLUMN epoch INTEGER NOT NULL DEFAULT 1;
+`,
+  },
 ];
 
 /** The schema version this code writes. */

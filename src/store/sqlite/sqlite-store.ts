@@ -2,7 +2,7 @@
  * The embedded store: SQLite through better-sqlite3 (design.md: the datastore
  * is also the queue). This file only composes the concern files (tokens.ts,
  * tasks.ts, attempts.ts, logs.ts, workers.ts, leadership.ts, web-sessions.ts,
- * feed.ts, task-views.ts) over one
+ * feed.ts, task-views.ts, schedules.ts) over one
  * connection (db.ts: open, group commit, signals; its header states the
  * concurrency model). One server per file: signals stay in this process, and
  * with `lock: true` a second server on the same file is refused.
@@ -15,6 +15,7 @@ import { sqliteFeed } from './feed.js';
 import { sqliteLeadership } from './leadership.js';
 import { sqliteLogs } from './logs.js';
 import { migrate } from './migrations.js';
+import { sqliteSchedules } from './schedules.js';
 import { sqliteTasks } from './tasks.js';
 import { sqliteTaskViews } from './task-views.js';
 import { sqliteTokens } from './tokens.js';
@@ -49,6 +50,7 @@ export function openSqliteStore(path: string, opts: OpenSqliteOptions = {}): Sql
     ...sqliteWebSessions(d),
     ...sqliteFeed(d),
     ...sqliteTaskViews(d),
+    ...sqliteSchedules(d),
     onSignal: (listener) => d.onSignal(listener),
     migrate: () => migrate(d),
     close: () => d.close(),

@@ -1,0 +1,348 @@
+/**
+ * Store contract, issue 11: cron schedules (store/schedules.ts) and the
+ * leadership epoch they fire under (store/leadership.ts). The unique key on
+ * (schedule, slot) is exercised sequentially here on every store, and
+ * concurrently from two store handles where the backend has them
+ * (ContractHooks.sibling: PostgreSQL). Leases expire only through a negative
+ * ttl (contract-harness.ts EXPIRED), never by moving `now`.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { ConflictError } from '../../src/core/errors.js';
+import { newTaskId } from '../../src/core/ids.js';
+import type { FireRequest, ScheduleRecord, ScheduleSpec, Store } from '../../src/store/store.js';
+import { EXPIRED, Harness, makeSpec, T0, type ContractHooks, type Opened } from './contract-harness.js';
+
+const MIN = 60_000;
+const LEADER = 'cron';
+const TTL = 60_000;
+
+function scheduleSpec(o: Partial<ScheduleSpec> = {}): ScheduleSpec {
+  return {
+    name: 'nightly',
+    expr: '* * * * *',
+    tz: 'UTC',
+    overlap: 'allow',
+    catchup: 'latest',
+    maxCatchup: 10,
+    template: makeSpec({ name: 'backup', command: '/usr/bin/backup', args: ['--all'], env: { A: '1' }, labels: { team: 'ops' } }),
+    ...o,
+  };
+}
+
+export function runScheduleContract(name: string, open: Opened, hooks: ContractHooks = {}): void {
+  describe(`Store contract, schedules: ${name}`, () => {
+    const h = Harness.use(open, hooks);
+
+    const create = (o: Partial<ScheduleSpec> = {}, owner = 'alice', next: number | null = T0 + MIN, now = T0) =>
+      h.store.createSchedule(newTaskId(now), owner, scheduleSpec(o), now, next);
+
+    /** Leads `LEADER` as `holder`; the epoch it fires with. */
+    async function lead(holder = 'server-a', store: Store = h.store): Promise<number> {
+      const epoch = await store.acquireLeadershipEpoch(LEADER, holder, T0, TTL);
+      assert.ok(epoch !== null, `${holder} leads`);
+      return epoch;
+    }
+
+    function fireReq(s: ScheduleRecord, epoch: number, slots: number[], o: Partial<FireRequest> = {}): FireRequest {
+      const last = slots.length > 0 ? Math.max(...slots) : s.lastSlotAt;
+      return {
+        scheduleId: s.id,
+        leader: { name: LEADER, holder: 'server-a', epoch },
+        expectedLastSlotAt: s.lastSlotAt,
+        fire: slots.map((slot) => ({ slot, taskId: newTaskId(T0 + 1) })),
+        skipped: [],
+        lastSlotAt: last,
+        nextFireAt: (last ?? T0) + MIN,
+        now: T0 + 1,
+        ...o,
+      };
+    }
+
+    /** Every task the schedule made, oldest slot first. */
+    async function runsOf(scheduleId: string) {
+      const all = (await h.store.listTasks({ limit: 1000 })).tasks.filter((t) => t.scheduleId === scheduleId);
+      return all.sort((a, b) => a.scheduledAt! - b.scheduledAt!);
+    }
+
+    it('creates, reads by id and by name, and round-trips every field (the template included)', async () => {
+      const s = await create();
+      assert.equal(s.owner, 'alice');
+      assert.equal(s.name, 'nightly');
+      assert.equal(s.paused, false);
+      assert.equal(s.nextFireAt, T0 + MIN);
+      assert.equal(s.lastSlotAt, null);
+      assert.equal(s.createdAt, T0);
+      assert.equal(s.version, 1);
+      assert.deepEqual(s.template, scheduleSpec().template);
+      assert.deepEqual(await h.store.getSchedule(s.id), s);
+      assert.deepEqual(await h.store.getScheduleByName('alice', 'nightly'), s);
+      assert.equal(await h.store.getScheduleByName('bob', 'nightly'), null);
+      assert.equal(await h.store.getSchedule('01NOSUCHSCHEDULE0000000000'), null);
+    });
+
+    it('a duplicate name for the same owner is a ConflictError naming it; another owner may use it', async () => {
+      await create();
+      await assert.rejects(create({ expr: '0 * * * *' }), (e: unknown) => e instanceof ConflictError && /"nightly"/.test(e.message));
+      const other = await create({}, 'bob');
+      assert.equal(other.owner, 'bob');
+    });
+
+    it('lists oldest first with a keyset cursor, all owners or one', async () => {
+      const made: ScheduleRecord[] = [];
+      for (let i = 0; i < 5; i++) made.push(await create({ name: `s${i}` }, i % 2 === 0 ? 'alice' : 'bob', T0 + MIN, T0 + i));
+      const p1 = await h.store.listSchedules({ limit: 3 });
+      assert.deepEqual(p1.schedules.map((s) => s.name), ['s0', 's1', 's2']);
+      assert.ok(p1.nextCursor);
+      const p2 = await h.store.listSchedules({ limit: 3, cursor: p1.nextCursor! });
+      assert.deepEqual(p2.schedules.map((s) => s.name), ['s3', 's4']);
+      assert.equal(p2.nextCursor, null);
+      assert.deepEqual((await h.store.listSchedules({ owner: 'alice', limit: 10 })).schedules.map((s) => s.name), ['s0', 's2', 's4']);
+      const a1 = await h.store.listSchedules({ owner: 'bob', limit: 1 });
+      assert.deepEqual(a1.schedules.map((s) => s.name), ['s1']);
+      assert.deepEqual((await h.store.listSchedules({ owner: 'bob', limit: 1, cursor: a1.nextCursor! })).schedules.map((s) => s.name), ['s3']);
+    });
+
+    it('pause clears next_fire_at (whatever is passed), resume sets it; both bump the version', async () => {
+      const s = await create();
+      const p = (await h.store.setPaused(s.id, true, T0 + 5, T0 + 999))!;
+      assert.equal(p.paused, true);
+      assert.equal(p.nextFireAt, null);
+      assert.equal(p.updatedAt, T0 + 5);
+      assert.equal(p.version, 2);
+      const r = (await h.store.setPaused(s.id, false, T0 + 6, T0 + 2 * MIN))!;
+      assert.equal(r.paused, false);
+      assert.equal(r.nextFireAt, T0 + 2 * MIN);
+      assert.equal(r.version, 3);
+      assert.equal(await h.store.setPaused('01NOSUCHSCHEDULE0000000000', true, T0, null), null);
+    });
+
+    it('delete removes the schedule and its run records; its tasks stay with their (dangling) schedule id', async () => {
+      const s = await create();
+      const epoch = await lead();
+      const f = await h.store.fireSchedule(fireReq(s, epoch, [T0 + MIN]));
+      assert.ok(f.ok);
+      assert.equal(await h.store.deleteSchedule(s.id), true);
+      assert.equal(await h.store.getSchedule(s.id), null);
+      assert.deepEqual(await h.store.scheduleRuns(s.id, 10), []);
+      const t = (await h.store.getTask(f.created[0]!.id))!;
+      assert.equal(t.scheduleId, s.id);
+      assert.equal(t.scheduledAt, T0 + MIN);
+      assert.equal(await h.store.deleteSchedule(s.id), false);
+      // The name is free again.
+      await create();
+    });
+
+    it('dueSchedules: unpaused with next_fire_at <= now, earliest first, limited; nextScheduleDueAt is the earliest', async () => {
+      assert.equal(await h.store.nextScheduleDueAt(), null);
+      const late = await create({ name: 'late' }, 'alice', T0 + 3 * MIN);
+      const early = await create({ name: 'early' }, 'alice', T0 + MIN);
+      const mid = await create({ name: 'mid' }, 'bob', T0 + 2 * MIN);
+      await create({ name: 'exhausted' }, 'alice', null);
+      assert.equal(await h.store.nextScheduleDueAt(), T0 + MIN);
+      assert.deepEqual(await h.store.dueSchedules(T0 + MIN - 1, 10), []);
+      assert.deepEqual((await h.store.dueSchedules(T0 + 2 * MIN, 10)).map((s) => s.id), [early.id, mid.id]);
+      assert.deepEqual((await h.store.dueSchedules(T0 + 10 * MIN, 2)).map((s) => s.id), [early.id, mid.id]);
+      await h.store.setPaused(early.id, true, T0, null);
+      assert.deepEqual((await h.store.dueSchedules(T0 + 10 * MIN, 10)).map((s) => s.id), [mid.id, late.id]);
+      assert.equal(await h.store.nextScheduleDueAt(), T0 + 2 * MIN);
+    });
+
+    it('fireSchedule: one waiting task per slot from the template, with schedule and slot, events like a submit, schedule advanced', async () => {
+      const s = await create();
+      const epoch = await lead();
+      const slots = [T0 + MIN, T0 + 2 * MIN];
+      const f = await h.store.fireSchedule(fireReq(s, epoch, slots));
+      assert.ok(f.ok);
+      assert.deepEqual(f.alreadyFired, []);
+      assert.equal(f.created.length, 2);
+      for (const [i, t] of f.created.entries()) {
+        assert.equal(t.state, 'waiting');
+        assert.equal(t.owner, 'alice');
+        assert.equal(t.name, 'backup');
+        assert.equal(t.command, '/usr/bin/backup');
+        assert.deepEqual(t.args, ['--all']);
+        assert.deepEqual(t.labels, { team: 'ops' });
+        assert.equal(t.scheduleId, s.id);
+        assert.equal(t.scheduledAt, slots[i]);
+        assert.equal(t.createdAt, T0 + 1);
+        assert.deepEqual(await h.store.getTask(t.id), t);
+        assert.deepEqual(
+          (await h.store.listEvents(t.id)).map((e) => [e.from, e.to, e.reason, e.actor, e.detail]),
+          [
+            [null, 'ready', 'submitted', 'cron', { schedule: 'nightly', scheduledAt: new Date(slots[i]!).toISOString() }],
+            ['ready', 'waiting', 'released', 'cron', null],
+          ],
+        );
+      }
+      // Counted like any submit, and claimable.
+      assert.equal((await h.store.countTasksByState('alice')).waiting, 2);
+      assert.equal((await h.claim(T0 + 2)).task.scheduleId, s.id);
+      const after = (await h.store.getSchedule(s.id))!;
+      assert.equal(after.lastSlotAt, T0 + 2 * MIN);
+      assert.equal(after.nextFireAt, T0 + 3 * MIN);
+      assert.equal(after.version, 2);
+      assert.equal(after.updatedAt, T0 + 1);
+      // An ordinary task has neither field.
+      const plain = await h.submit();
+      assert.equal(plain.scheduleId, null);
+      assert.equal(plain.scheduledAt, null);
+      assert.equal((await h.store.getTask(plain.id))!.scheduledAt, null);
+    });
+
+    it('the unique key: the same slot fired twice with a correct guard makes one task; the second reports it alreadyFired', async () => {
+      const s = await create();
+      const epoch = await lead();
+      const first = await h.store.fireSchedule(fireReq(s, epoch, [T0 + MIN]));
+      assert.ok(first.ok);
+      // A second firer that re-read the schedule (so its guard holds) and planned the same slot again.
+      const reread = (await h.store.getSchedule(s.id))!;
+      const second = await h.store.fireSchedule(fireReq(reread, epoch, [T0 + MIN, T0 + 2 * MIN]));
+      assert.ok(second.ok);
+      assert.deepEqual(second.alreadyFired, [T0 + MIN]);
+      assert.deepEqual(second.created.map((t) => t.scheduledAt), [T0 + 2 * MIN]);
+      const tasks = await runsOf(s.id);
+      assert.deepEqual(tasks.map((t) => t.scheduledAt), [T0 + MIN, T0 + 2 * MIN]);
+      assert.equal(tasks[0]!.id, first.created[0]!.id);
+      // The refused slot wrote no second event set.
+      assert.equal((await h.store.listEvents(first.created[0]!.id)).length, 2);
+      // A slot listed twice in one call is inserted once.
+      const again = (await h.store.getSchedule(s.id))!;
+      const dup = await h.store.fireSchedule(fireReq(again, epoch, [T0 + 3 * MIN, T0 + 3 * MIN]));
+      assert.ok(dup.ok);
+      assert.equal(dup.created.length, 1);
+      assert.deepEqual(dup.alreadyFired, [T0 + 3 * MIN]);
+      assert.equal((await runsOf(s.id)).length, 3);
+    });
+
+    it('the stale guard: a last slot other than expected, or a paused or missing schedule, changes nothing', async () => {
+      const s = await create();
+      const epoch = await lead();
+      assert.ok((await h.store.fireSchedule(fireReq(s, epoch, [T0 + MIN]))).ok);
+      // `s` still says lastSlotAt null: a firer planning from an old read.
+      const stale = await h.store.fireSchedule(fireReq(s, epoch, [T0 + 2 * MIN]));
+      assert.deepEqual(stale, { ok: false, reason: 'stale' });
+      const now = (await h.store.getSchedule(s.id))!;
+      assert.equal(now.lastSlotAt, T0 + MIN);
+      assert.equal((await runsOf(s.id)).length, 1);
+      await h.store.setPaused(s.id, true, T0, null);
+      const paused = (await h.store.getSchedule(s.id))!;
+      assert.deepEqual(await h.store.fireSchedule(fireReq(paused, epoch, [T0 + 2 * MIN])), { ok: false, reason: 'stale' });
+      assert.deepEqual(await h.store.fireSchedule(fireReq({ ...paused, id: '01NOSUCHSCHEDULE0000000000' }, epoch, [T0 + 2 * MIN])), { ok: false, reason: 'stale' });
+      assert.equal((await runsOf(s.id)).length, 1);
+      assert.deepEqual(await h.store.getSchedule(s.id), paused);
+    });
+
+    it('the leader guard: a holder whose lease was taken over (epoch moved), or whose lease expired, cannot fire', async () => {
+      const s = await create();
+      // server-a leads, then its lease expires and server-b takes it over.
+      const epochA = await h.store.acquireLeadershipEpoch(LEADER, 'server-a', T0, EXPIRED);
+      assert.ok(epochA !== null);
+      assert.deepEqual(await h.store.fireSchedule(fireReq(s, epochA, [T0 + MIN])), { ok: false, reason: 'not_leader' }, 'expired lease');
+      const epochB = await h.store.acquireLeadershipEpoch(LEADER, 'server-b', T0, TTL);
+      assert.equal(epochB, epochA + 1);
+      assert.deepEqual(await h.store.fireSchedule(fireReq(s, epochA, [T0 + MIN])), { ok: false, reason: 'not_leader' }, 'former leader');
+      // The right holder name with the old epoch, or the wrong holder with the new one: still refused.
+      assert.deepEqual(
+        await h.store.fireSchedule(fireReq(s, epochA, [T0 + MIN], { leader: { name: LEADER, holder: 'server-b', epoch: epochA } })),
+        { ok: false, reason: 'not_leader' },
+      );
+      assert.deepEqual(await h.store.fireSchedule(fireReq(s, epochB, [T0 + MIN])), { ok: false, reason: 'not_leader' });
+      assert.deepEqual(
+        await h.store.fireSchedule(fireReq(s, epochB, [T0 + MIN], { leader: { name: 'other-duty', holder: 'server-b', epoch: epochB } })),
+        { ok: false, reason: 'not_leader' },
+      );
+      assert.equal((await runsOf(s.id)).length, 0);
+      assert.deepEqual(await h.store.getSchedule(s.id), s);
+      assert.deepEqual(await h.store.scheduleRuns(s.id, 10), []);
+      // The current leader fires.
+      const ok = await h.store.fireSchedule(fireReq(s, epochB, [T0 + MIN], { leader: { name: LEADER, holder: 'server-b', epoch: epochB } }));
+      assert.ok(ok.ok);
+      assert.equal(ok.created.length, 1);
+    });
+
+    it('epochs: 1 when first taken, kept on renewal, +1 on takeover after expiry and on a retake after expiry', async () => {
+      assert.equal(await h.store.acquireLeadershipEpoch(LEADER, 'a', T0, TTL), 1);
+      assert.equal(await h.store.acquireLeadershipEpoch(LEADER, 'a', T0 + 1, TTL), 1, 'renewal keeps the epoch');
+      assert.equal(await h.store.acquireLeadershipEpoch(LEADER, 'b', T0 + 2, TTL), null, 'a live lease is not taken');
+      assert.equal(await h.store.acquireLeadership(LEADER, 'a', T0 + 3, EXPIRED), true, 'acquireLeadership still works (and renews)');
+      assert.equal(await h.store.acquireLeadershipEpoch(LEADER, 'b', T0 + 4, TTL), 2, 'takeover after expiry');
+      assert.equal(await h.store.acquireLeadershipEpoch(LEADER, 'b', T0 + 5, TTL), 2);
+      assert.equal(await h.store.acquireLeadershipEpoch(LEADER, 'a', T0 + 6, TTL), null);
+      assert.equal(await h.store.acquireLeadership(LEADER, 'a', T0 + 6, TTL), false);
+      assert.equal(await h.store.acquireLeadershipEpoch(LEADER, 'b', T0 + 7, EXPIRED), 2, 'a renewal that happens to set a past expiry keeps the epoch');
+      assert.equal(await h.store.acquireLeadershipEpoch(LEADER, 'b', T0 + 8, TTL), 3, 'the same holder retaking its expired lease moves the epoch');
+      assert.equal(await h.store.acquireLeadershipEpoch('other', 'a', T0, TTL), 1, 'epochs are per lease');
+    });
+
+    it('skipped slots are recorded as runs with their reason; scheduleRuns is newest first with task id and state', async () => {
+      const s = await create({ overlap: 'forbid', catchup: 'all' });
+      const epoch = await lead();
+      const f = await h.store.fireSchedule(
+        fireReq(s, epoch, [T0 + 3 * MIN], {
+          skipped: [
+            { slot: T0 + MIN, reason: 'catchup_capped' },
+            { slot: T0 + 2 * MIN, reason: 'overlap_forbid' },
+          ],
+        }),
+      );
+      assert.ok(f.ok);
+      const task = f.created[0]!;
+      const runs = await h.store.scheduleRuns(s.id, 10);
+      assert.deepEqual(
+        runs.map((r) => [r.slotAt, r.outcome, r.reason, r.taskId, r.taskState, r.at, r.scheduleId]),
+        [
+          [T0 + 3 * MIN, 'fired', null, task.id, 'waiting', T0 + 1, s.id],
+          [T0 + 2 * MIN, 'skipped', 'overlap_forbid', null, null, T0 + 1, s.id],
+          [T0 + MIN, 'skipped', 'catchup_capped', null, null, T0 + 1, s.id],
+        ],
+      );
+      assert.deepEqual((await h.store.scheduleRuns(s.id, 1)).map((r) => r.slotAt), [T0 + 3 * MIN]);
+      // The run shows the task's current state.
+      await h.store.cancelTask(task.id, 'user:alice', T0 + 5);
+      assert.equal((await h.store.scheduleRuns(s.id, 1))[0]!.taskState, 'cancelled');
+      // A skip recorded again (a retried firing) is not doubled, and a fire-only call with no slots just advances.
+      const reread = (await h.store.getSchedule(s.id))!;
+      const again = await h.store.fireSchedule(fireReq(reread, epoch, [], { skipped: [{ slot: T0 + 2 * MIN, reason: 'overlap_forbid' }], lastSlotAt: T0 + 4 * MIN, nextFireAt: T0 + 5 * MIN }));
+      assert.ok(again.ok);
+      assert.deepEqual(again.created, []);
+      assert.equal((await h.store.scheduleRuns(s.id, 10)).length, 3);
+      assert.equal((await h.store.getSchedule(s.id))!.lastSlotAt, T0 + 4 * MIN);
+    });
+
+    it('fireSchedule signals wake when it created a task', async () => {
+      const s = await create();
+      const epoch = await lead();
+      const seen: string[] = [];
+      const off = h.store.onSignal((sig) => seen.push(sig.kind));
+      try {
+        assert.ok((await h.store.fireSchedule(fireReq(s, epoch, [T0 + MIN]))).ok);
+        await new Promise((r) => setTimeout(r, 20));
+        assert.ok(seen.includes('wake'), seen.join(','));
+      } finally {
+        off();
+      }
+    });
+
+    it('two concurrent firings of the same slot from two store handles make exactly one task', { skip: hooks.sibling ? false : 'one store handle per database here' }, async () => {
+      const other = await hooks.sibling!(h.store);
+      try {
+        for (let round = 0; round < 5; round++) {
+          const s = await create({ name: `race-${round}` });
+          const epoch = await lead();
+          const [a, b] = await Promise.all([h.store.fireSchedule(fireReq(s, epoch, [T0 + MIN])), other.fireSchedule(fireReq(s, epoch, [T0 + MIN]))]);
+          const tasks = await runsOf(s.id);
+          assert.equal(tasks.length, 1, `round ${round}: ${JSON.stringify([a, b])}`);
+          const created = [a, b].flatMap((r) => (r.ok ? r.created : []));
+          assert.deepEqual(created.map((t) => t.id), [tasks[0]!.id]);
+          // The loser either saw the advanced schedule (stale) or had its slot refused by the unique key.
+          const loser = a.ok && a.created.length === 1 ? b : a;
+          assert.ok(!loser.ok ? loser.reason === 'stale' : loser.alreadyFired.length === 1, JSON.stringify(loser));
+          assert.equal((await h.store.scheduleRuns(s.id, 10)).length, 1);
+        }
+      } finally {
+        await other.close();
+      }
+    });
+  });
+}
