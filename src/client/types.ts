@@ -87,6 +87,10 @@ export interface Task {
   lostCount: number;
   /** ISO time a retrying task's backoff ends, or a `ready` task submitted to run later is released; else null. */
   runAfter: string | null;
+  /** The cron schedule whose run this task is (it may since have been deleted), else null. */
+  scheduleId: string | null;
+  /** ISO time of the slot this run is for; null when not a schedule's run or run out of schedule. */
+  scheduledAt: string | null;
   createdAt: string;
   updatedAt: string;
   /** Set once, when the task ends after an attempt. */
@@ -166,6 +170,10 @@ export interface TaskSummary {
    */
   outcome: TaskResult['outcome'] | null;
   runAfter: string | null;
+  /** The cron schedule whose run this task is (it may since have been deleted), else null. */
+  scheduleId: string | null;
+  /** ISO time of the slot this run is for; null when not a schedule's run or run out of schedule. */
+  scheduledAt: string | null;
 }
 
 export interface TaskPage {

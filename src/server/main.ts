@@ -12,6 +12,7 @@ import { openStore } from '../store/open-store.js';
 import type { Role, Store } from '../store/store.js';
 import { buildApp } from './app.js';
 import { tokenService } from './auth.js';
+import { CronService } from './cron-service.js';
 import { Scheduler } from './scheduler.js';
 import { sessionRegistry } from './session-registry.js';
 import { TaskBus } from './task-bus.js';
@@ -75,15 +76,25 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   }
 
   const bus = new TaskBus();
+  const serverId = `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
   const scheduler = new Scheduler(store, clock, bus, log, {
     heartbeatMs: opts.heartbeatMs ?? DEFAULT_HEARTBEAT_MS,
     leaseMs: opts.leaseMs ?? DEFAULT_LEASE_MS,
     sweepMs: opts.sweepMs ?? 1000,
-    serverId: `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`,
+    serverId,
   });
+  // On a single-server store (SQLite: its file lock admits one server) the cron
+  // lease's holder is a fixed name, so a restarted server renews the lease its
+  // predecessor left instead of waiting for it to expire (which could make a
+  // slot due meanwhile late enough to count as missed). With several servers
+  // each holds it under its own id.
+  const cron = new CronService(store, clock, log, { holder: store.capabilities.multiServer ? serverId : 'single-server' });
   const sessions = sessionRegistry(store, log, { now: () => clock.now() });
+  // A variable, not a literal: `cronKick` is the optional context member the
+  // schedules routes call after create/resume/run (app context, issue 11).
+  const ctx = { store, scheduler, bus, clock, tokens, log, sessions, cronKick: () => cron.kick() };
   const app = await buildApp(
-    { store, scheduler, bus, clock, tokens, log, sessions },
+    ctx,
     {
       logLevel: opts.logLevel === 'debug' ? 'info' : 'warn',
       ...(opts.webDist !== undefined ? { webDist: opts.webDist } : {}),
@@ -95,6 +106,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const port = typeof addr === 'object' && addr ? addr.port : (opts.port ?? 7070);
   const url = `http://${opts.host ?? '127.0.0.1'}:${port}`;
   scheduler.start();
+  cron.start();
 
   let closing: Promise<void> | null = null;
   return {
@@ -119,6 +131,8 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     },
     close: () =>
       (closing ??= (async () => {
+        cron.stop();
+        await cron.whenIdle();
         scheduler.stop();
         sessions.stop();
         for (const w of app.websocketServer?.clients ?? []) w.terminate();

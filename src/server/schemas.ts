@@ -222,6 +222,8 @@ export const TaskSchema = Type.Object({
   retriesUsed: Type.Integer(),
   lostCount: Type.Integer(),
   runAfter: Nullable(Type.String()),
+  scheduleId: Nullable(Type.String({ description: 'the cron schedule that created this task (a run of it), else null; may name a deleted schedule' })),
+  scheduledAt: Nullable(Type.String({ description: 'the scheduled time (slot) this run is for; null for a task not made by a schedule, or run out of schedule (cron run)' })),
   createdAt: Type.String(),
   updatedAt: Type.String(),
   result: ResultSchema,
@@ -273,6 +275,8 @@ export const TaskSummarySchema = Type.Object({
   error: Nullable(Type.String()),
   outcome: Nullable(Type.String({ description: 'how the task ended (result outcome: succeeded, failed, timed_out, cancelled, lost, start_failed) once terminal; before that how its current attempt ended; null while it runs' })),
   runAfter: Nullable(Type.String()),
+  scheduleId: Nullable(Type.String({ description: 'the cron schedule that created this task (a run of it), else null; may name a deleted schedule' })),
+  scheduledAt: Nullable(Type.String({ description: 'the scheduled time (slot) this run is for; null for a task not made by a schedule, or run out of schedule (cron run)' })),
 });
 
 export const RunningAttemptSchema = Type.Object({

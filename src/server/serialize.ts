@@ -35,6 +35,8 @@ export function taskJson(t: Task, viewer: string) {
     retriesUsed: t.retriesUsed,
     lostCount: t.lostCount,
     runAfter: iso(t.runAfter),
+    scheduleId: t.scheduleId,
+    scheduledAt: iso(t.scheduledAt),
     createdAt: iso(t.createdAt)!,
     updatedAt: iso(t.updatedAt)!,
     result: t.result,
@@ -88,6 +90,8 @@ export function taskSummaryJson(t: TaskSummary) {
     error: t.error,
     outcome: t.outcome,
     runAfter: iso(t.runAfter),
+    scheduleId: t.scheduleId,
+    scheduledAt: iso(t.scheduledAt),
   };
 }
 

@@ -129,6 +129,8 @@ export interface TaskSummaryRow {
   signal: string | null;
   error: string | null;
   outcome: string | null;
+  schedule_id: string | null;
+  scheduled_at: number | null;
 }
 
 export interface RunningAttemptRow {
@@ -297,6 +299,8 @@ export function taskSummaryFromRow(r: TaskSummaryRow): TaskSummary {
     error: r.error,
     outcome: r.outcome as TaskSummary['outcome'],
     runAfter: r.run_after,
+    scheduleId: r.schedule_id ?? null,
+    scheduledAt: r.scheduled_at ?? null,
     createdAt: r.created_at,
     updatedAt: r.updated_at,
   };

@@ -32,6 +32,9 @@ export interface TaskSummary {
    */
   outcome: AttemptOutcome | null;
   runAfter: number | null;
+  /** The schedule whose run this is and its slot (core/task.ts Task.scheduleId, scheduledAt). */
+  scheduleId: string | null;
+  scheduledAt: number | null;
   createdAt: number;
   updatedAt: number;
 }
