@@ -81,6 +81,7 @@ export class CronService {
   private leader: FireLeader | null = null;
   private chain: Promise<void> = Promise.resolve();
   private passQueued = false;
+  private queuedTick: Promise<void> | null = null;
   /** A schedule of the current pass failed to fire (or kept changing): the timer then backs off. */
   private failedInPass = false;
   private started = false;
@@ -139,12 +140,20 @@ export class CronService {
     });
   }
 
-  /** Renews (or takes) the lease, then fires what is due. Tests call it with a fake clock instead of start(). */
+  /**
+   * Renews (or takes) the lease, then fires what is due. Tests call it with a
+   * fake clock instead of start(). Coalesces: a tick asked for while one is
+   * still queued is that one, so a slow store does not pile ticks up.
+   */
   tick(): Promise<void> {
-    return this.enqueue(async () => {
+    if (this.queuedTick) return this.queuedTick;
+    const run = this.enqueue(async () => {
+      this.queuedTick = null;
       await this.renew();
       await this.pass();
     });
+    this.queuedTick = run;
+    return run;
   }
 
   /** Resolves when no pass is running or queued. */
@@ -158,7 +167,10 @@ export class CronService {
 
   private enqueue(fn: () => Promise<void>): Promise<void> {
     const run = this.chain.then(async () => {
-      if (this.stopped) return;
+      if (this.stopped) {
+        this.queuedTick = null;
+        return;
+      }
       try {
         await fn();
       } catch (err) {
