@@ -31,6 +31,7 @@ const MODULES: readonly { names: readonly string[]; load: () => Promise<Command[
       return [m.lsCommand(), m.showCommand(), m.logsCommand(), m.cancelCommand(), m.retryCommand()];
     },
   },
+  { names: ['cron'], load: async () => [(await import('./commands/cron.js')).cronCommand()] },
   { names: ['token'], load: async () => [(await import('./commands/tokens.js')).tokenCommand()] },
   { names: ['workers'], load: async () => [(await import('./commands/workers.js')).workersCommand()] },
   { names: ['server'], load: async () => [(await import('./commands/server.js')).serverCommand()] },

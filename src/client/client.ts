@@ -33,6 +33,7 @@ import type {
   Token,
   WorkerInfo,
 } from './types.js';
+import type { CreateScheduleRequest, ListSchedulesQuery, Schedule, ScheduleDetail, SchedulePage } from './schedule-types.js';
 
 /**
  * The server's rule for an Idempotency-Key (src/server/schemas.ts
@@ -231,6 +232,49 @@ export class DroverClient {
   async rerun(id: string, opts: SubmitOptions = {}): Promise<SubmitResult> {
     const { status, body } = await this.idempotentPost<{ task: Task }>(`/v1/tasks/${enc(id)}/rerun`, undefined, opts.idempotencyKey);
     return { task: body.task, created: status === 201 };
+  }
+
+  // --- schedules (a user: their own; an admin: anyone's, naming `owner` on the per-name calls)
+
+  async createSchedule(req: CreateScheduleRequest): Promise<Schedule> {
+    return (await this.json<{ schedule: Schedule }>('POST', '/v1/schedules', req)).schedule;
+  }
+
+  async listSchedules(query: ListSchedulesQuery = {}): Promise<SchedulePage> {
+    return this.json<SchedulePage>('GET', '/v1/schedules' + queryString(query as Record<string, string | number | undefined>));
+  }
+
+  /** Every schedule matching `query`, following `nextCursor` page by page. */
+  async *allSchedules(query: Omit<ListSchedulesQuery, 'cursor'> = {}): AsyncGenerator<Schedule> {
+    let cursor: string | undefined;
+    for (;;) {
+      const page = await this.listSchedules(cursor === undefined ? query : { ...query, cursor });
+      yield* page.schedules;
+      if (!page.nextCursor || page.schedules.length === 0) return;
+      cursor = page.nextCursor;
+    }
+  }
+
+  /** The schedule, its next fire times and its recent runs. */
+  async getSchedule(name: string, owner?: string): Promise<ScheduleDetail> {
+    return this.json<ScheduleDetail>('GET', `/v1/schedules/${enc(name)}` + queryString({ owner }));
+  }
+
+  async pauseSchedule(name: string, owner?: string): Promise<Schedule> {
+    return (await this.json<{ schedule: Schedule }>('POST', `/v1/schedules/${enc(name)}/pause` + queryString({ owner }))).schedule;
+  }
+
+  async resumeSchedule(name: string, owner?: string): Promise<Schedule> {
+    return (await this.json<{ schedule: Schedule }>('POST', `/v1/schedules/${enc(name)}/resume` + queryString({ owner }))).schedule;
+  }
+
+  /** A run now, out of schedule (never retried: a repeat would be a second run). */
+  async runSchedule(name: string, owner?: string): Promise<Task> {
+    return (await this.json<{ task: Task }>('POST', `/v1/schedules/${enc(name)}/run` + queryString({ owner }))).task;
+  }
+
+  async deleteSchedule(name: string, owner?: string): Promise<Schedule> {
+    return (await this.json<{ deleted: boolean; schedule: Schedule }>('DELETE', `/v1/schedules/${enc(name)}` + queryString({ owner }))).schedule;
   }
 
   // --- tokens (admin)

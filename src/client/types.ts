@@ -137,6 +137,8 @@ export interface ListTasksQuery {
   createdBefore?: string;
   /** Id prefix: 1..26 Crockford base32 characters, any case. */
   id?: string;
+  /** The runs of this schedule (the caller's, or `owner`'s for an admin). */
+  schedule?: string;
   /** 1..500, server default 50. */
   limit?: number;
   /** The previous page's `nextCursor`. */

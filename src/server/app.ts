@@ -18,6 +18,7 @@ import { statsRoutes } from './routes/stats.js';
 import { streamRoutes } from './routes/stream.js';
 import { taskRoutes } from './routes/tasks.js';
 import { taskBatchRoutes } from './routes/tasks-batch.js';
+import { scheduleRoutes } from './routes/schedules.js';
 import { tokenRoutes } from './routes/tokens.js';
 import { workerRoutes } from './routes/workers.js';
 import { sessionRoutes } from './routes/session.js';
@@ -94,6 +95,7 @@ export async function buildApp(ctx: AppContext, opts: { logLevel?: string; webDi
   apiDocsRoutes(app);
   taskRoutes(app, ctx);
   taskBatchRoutes(app, ctx);
+  scheduleRoutes(app, ctx);
   tokenRoutes(app, ctx);
   workerRoutes(app, ctx);
   logChunkRoutes(app, ctx);

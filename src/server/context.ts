@@ -15,4 +15,10 @@ export interface AppContext {
   log: Logger;
   /** Open connections by token, closed when the token is revoked (session-registry.ts). */
   sessions: SessionRegistry;
+  /**
+   * Tells the cron service (cron-service.ts) that a schedule's next fire time may be
+   * earlier than its timer: called after a schedule is created, resumed or run by hand.
+   * Absent (tests, or no cron service): the service's own rescan finds it.
+   */
+  cronKick?: () => void;
 }

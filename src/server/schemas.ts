@@ -109,6 +109,9 @@ export const ListQuery = Type.Object(
     createdAfter: Type.Optional(Iso),
     createdBefore: Type.Optional(Iso),
     id: Type.Optional(Type.String({ pattern: TASK_ID_PREFIX_PATTERN, description: 'id prefix: 1..26 Crockford base32 characters, any case' })),
+    schedule: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 100, pattern: '^[A-Za-z0-9._-]{1,100}$', description: 'the runs of this schedule (of `owner` for an admin who names one, else the caller\'s); 404 when there is none' }),
+    ),
     cursor: Type.Optional(Type.String({ pattern: TASK_ID_PATTERN })),
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500 })),
   },

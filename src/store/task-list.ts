@@ -19,6 +19,8 @@
  *     code point order is UTF-8 byte order, so the range is exactly the prefix;
  *   - state and owner are equalities leading the (state, id), (owner, id) and
  *     (owner, state, id) indexes.
+ *   - a schedule (its runs) is an equality leading the partial (schedule_id, id)
+ *     index of migration 8.
  * The SQL is the same in both dialects; only the parameter placeholders differ,
  * which the caller's `param` supplies.
  */
@@ -75,6 +77,7 @@ export function taskListConditions(filter: TaskFilter, param: (value: unknown) =
   const where: string[] = [];
   if (filter.state !== undefined) where.push(`t.state = ${param(filter.state)}`);
   if (filter.owner !== undefined) where.push(`t.owner = ${param(filter.owner)}`);
+  if (filter.scheduleId !== undefined) where.push(`t.schedule_id = ${param(filter.scheduleId)}`);
   if (filter.namePrefix !== undefined && filter.namePrefix !== '') {
     where.push(`t.name >= ${param(filter.namePrefix)}`);
     const end = prefixEnd(filter.namePrefix);

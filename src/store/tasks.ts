@@ -21,6 +21,8 @@ export interface TaskFilter {
   idPrefix?: string;
   /** Keyset cursor: return tasks with id < cursor (newest first). */
   cursor?: string;
+  /** A schedule's runs (tasks.schedule_id, fired or run by hand): the tasks_schedule_id range (migration 8). */
+  scheduleId?: string;
   limit: number;
 }
 

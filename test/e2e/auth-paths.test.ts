@@ -100,6 +100,8 @@ const UNKNOWN_TASK = '01ARZ3NDEKTSV4RRFFQ69G5FAV';
 const UNKNOWN_TOKEN = '0123456789abcdef';
 const PEOPLE: Role[] = ['user', 'admin'];
 const TASK_BY_ID = { access: PEOPLE, ok: 400 }; // `/v1/tasks/` is GET /v1/tasks/:id with an empty id: 400
+const UNKNOWN_SCHEDULE = 'nosuch';
+const SCHEDULE_BY_NAME = { access: PEOPLE, ok: 400 }; // `/v1/schedules/` is GET /v1/schedules/:name with an empty name: 400
 /** An asset of the stand-in build the server is pointed at (DROVER_WEB_DIST). */
 const ASSET = 'app-1a2b3c.js';
 
@@ -119,6 +121,15 @@ const ROUTES: Route[] = [
   { method: 'POST', path: `/v1/tasks/${UNKNOWN_TASK}/cancel`, access: PEOPLE, ok: 404, trailingSlash: null },
   { method: 'POST', path: `/v1/tasks/${UNKNOWN_TASK}/retry`, access: PEOPLE, ok: 404, trailingSlash: null },
   { method: 'POST', path: `/v1/tasks/${UNKNOWN_TASK}/rerun`, access: PEOPLE, ok: 404, trailingSlash: null },
+  // Schedules (issue 11): people only. The create probe's expression is invalid, so an allowed caller gets 400 every
+  // time (a valid one would be 201 once, then 409); the per-name routes read `?owner=`, so a foreign query is 400.
+  { method: 'GET', path: '/v1/schedules', access: PEOPLE, ok: 200, okWithQuery: 400, trailingSlash: SCHEDULE_BY_NAME },
+  { method: 'POST', path: '/v1/schedules', access: PEOPLE, ok: 400, body: { name: 'probe', schedule: 'not cron', task: { command: 'true' } }, trailingSlash: null },
+  { method: 'GET', path: `/v1/schedules/${UNKNOWN_SCHEDULE}`, access: PEOPLE, ok: 404, okWithQuery: 400, endsWithParam: true, trailingSlash: null },
+  { method: 'DELETE', path: `/v1/schedules/${UNKNOWN_SCHEDULE}`, access: PEOPLE, ok: 404, okWithQuery: 400, endsWithParam: true, trailingSlash: null },
+  { method: 'POST', path: `/v1/schedules/${UNKNOWN_SCHEDULE}/pause`, access: PEOPLE, ok: 404, okWithQuery: 400, trailingSlash: null },
+  { method: 'POST', path: `/v1/schedules/${UNKNOWN_SCHEDULE}/resume`, access: PEOPLE, ok: 404, okWithQuery: 400, trailingSlash: null },
+  { method: 'POST', path: `/v1/schedules/${UNKNOWN_SCHEDULE}/run`, access: PEOPLE, ok: 404, okWithQuery: 400, trailingSlash: null },
   // The API's shape is public: the document and its rendered reference page (with its stylesheet).
   { method: 'GET', path: '/openapi.json', access: 'public', ok: 200, trailingSlash: null },
   { method: 'GET', path: '/docs/api', access: 'public', ok: 200, word: 1, trailingSlash: null },

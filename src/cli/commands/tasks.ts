@@ -12,12 +12,14 @@ import { parseIntFlag, parseTaskState } from '../parse.js';
 import { resolveTaskId } from '../resolve-task-id.js';
 import { DEFAULT_WIDTH, formatTaskTable } from '../task-table.js';
 import { UsageError } from '../usage-error.js';
+import { parseScheduleName } from '../schedule-name.js';
 
 interface LsFlags {
   state?: string;
   name?: string;
   owner?: string;
   id?: string;
+  schedule?: string;
   limit?: string;
   all?: boolean;
   json?: boolean;
@@ -38,6 +40,7 @@ export function buildListQuery(f: LsFlags): ListTasksQuery {
   if (f.name !== undefined) q.name = f.name;
   if (f.owner !== undefined) q.owner = f.owner;
   if (f.id !== undefined) q.id = parseIdPrefix('--id', f.id);
+  if (f.schedule !== undefined) q.schedule = parseScheduleName(f.schedule, '--schedule');
   if (f.limit !== undefined) q.limit = parseIntFlag('--limit', f.limit, 1, 500);
   return q;
 }
@@ -56,6 +59,7 @@ export function lsCommand(): Command {
     .option('--name <prefix>', 'only tasks whose name starts with this')
     .option('--owner <user>', 'only this user\'s tasks (admins)')
     .option('--id <prefix>', 'only tasks whose id starts with this (1..26 characters of the id, any case)')
+    .option('--schedule <name>', 'only the runs of this schedule (yours; with --owner, that user\'s)')
     .option('--limit <n>', 'page size, 1..500 (default 50)')
     .option('--all', 'follow the cursors and list every matching task')
     .option('--wide', 'full task ids, names and workers (default: fit the terminal, ids shortened to a unique prefix)')

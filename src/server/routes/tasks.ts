@@ -12,6 +12,7 @@ import { ListQuery, LogsQuery, SubmitBody, SubmitHeaders, TaskIdParams, TaskSche
 import { attemptJson, eventJson, taskJson, taskSummaryJson } from '../serialize.js';
 import { requestHash, toRunAfter, toTaskSpec } from '../task-input.js';
 import { specOf } from '../rerun.js';
+import { namedSchedule } from './schedules.js';
 
 const TaskEnvelope = Type.Object({ task: TaskSchema });
 const errors = { 400: ErrorSchema, 401: ErrorSchema, 403: ErrorSchema, 404: ErrorSchema, 409: ErrorSchema };
@@ -107,10 +108,14 @@ export function taskRoutes(app: FastifyInstance, ctx: AppContext): void {
     async (req) => {
       const p = user(req);
       const q = req.query;
+      const owner = ownerScope(p, q.owner);
+      // A schedule name is unique per owner: the named owner's (admins), else the caller's own.
+      const schedule = q.schedule === undefined ? undefined : await namedSchedule(ctx, owner ?? p.user, q.schedule);
       const page = await store.listTaskSummaries({
         state: q.state,
         namePrefix: q.name,
-        owner: ownerScope(p, q.owner),
+        owner,
+        scheduleId: schedule?.id,
         createdAfter: q.createdAfter ? Date.parse(q.createdAfter) : undefined,
         createdBefore: q.createdBefore ? Date.parse(q.createdBefore) : undefined,
         idPrefix: q.id?.toUpperCase(),

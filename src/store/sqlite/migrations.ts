@@ -388,6 +388,14 @@ CREATE UNIQUE INDEX tasks_schedule_slot ON tasks (schedule_id, scheduled_at) WHE
 ALTER TABLE leaders ADD COLUMN epoch INTEGER NOT NULL DEFAULT 1;
 `,
   },
+  {
+    version: 8,
+    name: 'a schedule\'s runs newest first (GET /v1/tasks?schedule=NAME)',
+    // The task list filtered by schedule (task-list.ts, scheduleId) reads this range in id
+    // order and stops at the page's limit. Partial: only a schedule's runs have a
+    // schedule_id, and `schedule_id = ?` implies the predicate on either planner.
+    sql: `CREATE INDEX tasks_schedule_id ON tasks (schedule_id, id) WHERE schedule_id IS NOT NULL;`,
+  },
 ];
 
 /** The schema version this code writes. */
