@@ -90,8 +90,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   // each holds it under its own id.
   const cron = new CronService(store, clock, log, { holder: store.capabilities.multiServer ? serverId : 'single-server' });
   const sessions = sessionRegistry(store, log, { now: () => clock.now() });
-  // A variable, not a literal: `cronKick` is the optional context member the
-  // schedules routes call after create/resume/run (app context, issue 11).
+  // cronKick: the schedules routes re-arm the firing timer after a create, resume or run.
   const ctx = { store, scheduler, bus, clock, tokens, log, sessions, cronKick: () => cron.kick() };
   const app = await buildApp(
     ctx,

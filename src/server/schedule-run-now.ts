@@ -19,8 +19,7 @@ export async function runScheduleNow(store: Store, s: ScheduleRecord, actor: str
   const task: NewTask = {
     id: newTaskId(now),
     spec: s.template,
-    // NewTask's slot type is a firing's (a number); the stores write scheduledAt as given, and NULL is "no slot".
-    slot: { scheduleId: s.id, scheduledAt: null as unknown as number },
+    slot: { scheduleId: s.id, scheduledAt: null },
     detail: { schedule: s.name, manual: true },
   };
   const res = await store.createTasks(s.owner, [task], actor, now);

@@ -29,9 +29,10 @@ export interface NewTask {
   runAfter?: number | null;
   /**
    * A schedule's run (store/schedules.ts fireSchedule): the schedule and the slot the
-   * task is for, stored in tasks.schedule_id / scheduled_at under their unique key.
+   * task is for, stored in tasks.schedule_id / scheduled_at under their unique key;
+   * scheduledAt null: a run out of schedule (run now), which takes no slot.
    */
-  slot?: { scheduleId: string; scheduledAt: number } | null;
+  slot?: { scheduleId: string; scheduledAt: number | null } | null;
   /** Merged into the `submitted` event's detail (createTask's CreateOptions.detail). */
   detail?: Record<string, unknown> | null;
 }
@@ -80,7 +81,7 @@ export function newWaitingTask(
   s: TaskSpec,
   now: number,
   runAfter: number | null = null,
-  slot: { scheduleId: string; scheduledAt: number } | null = null,
+  slot: { scheduleId: string; scheduledAt: number | null } | null = null,
 ): Task {
   return {
     name: s.name,

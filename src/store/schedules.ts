@@ -172,9 +172,12 @@ export function scheduledDetail(scheduleName: string, slot: number): Record<stri
  * detail. A slot given twice is inserted once; the repeat is reported with
  * the ones the unique key refused.
  */
-export function slotTasks(s: Pick<ScheduleRecord, 'id' | 'name' | 'template'>, fire: FireRequest['fire']): { tasks: NewTask[]; repeated: number[] } {
+/** A fired task: it always has its slot (only a run-now task has none). */
+export type SlotTask = NewTask & { slot: { scheduleId: string; scheduledAt: number } };
+
+export function slotTasks(s: Pick<ScheduleRecord, 'id' | 'name' | 'template'>, fire: FireRequest['fire']): { tasks: SlotTask[]; repeated: number[] } {
   const seen = new Set<number>();
-  const tasks: NewTask[] = [];
+  const tasks: SlotTask[] = [];
   const repeated: number[] = [];
   for (const { slot, taskId } of fire) {
     if (seen.has(slot)) {

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { startCluster, type Cluster } from './harness.js';
 
-const SUMMARY_KEYS = ['attempts', 'createdAt', 'durationMs', 'endedAt', 'error', 'exitCode', 'id', 'kind', 'name', 'outcome', 'owner', 'priority', 'retriesUsed', 'runAfter', 'signal', 'startedAt', 'state', 'updatedAt', 'workerId'];
+const SUMMARY_KEYS = ['attempts', 'createdAt', 'durationMs', 'endedAt', 'error', 'exitCode', 'id', 'kind', 'name', 'outcome', 'owner', 'priority', 'retriesUsed', 'runAfter', 'scheduleId', 'scheduledAt', 'signal', 'startedAt', 'state', 'updatedAt', 'workerId'];
 
 describe('e2e: dashboard read APIs (SQLite)', () => {
   let c: Cluster;

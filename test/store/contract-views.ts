@@ -31,6 +31,8 @@ const SUMMARY_KEYS = [
   'priority',
   'retriesUsed',
   'runAfter',
+  'scheduleId',
+  'scheduledAt',
   'signal',
   'startedAt',
   'state',
@@ -200,6 +202,8 @@ export function runViewContract(name: string, open: Opened): void {
         error: null,
         outcome: null,
         runAfter: null,
+        scheduleId: null,
+        scheduledAt: null,
         createdAt: T0,
         updatedAt: T0,
       });

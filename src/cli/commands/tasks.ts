@@ -105,6 +105,7 @@ export function formatTaskDetail(d: TaskDetail, now = Date.now(), colour = false
     ['updated', formatTime(t.updatedAt)],
   ];
   if (t.runAfter) fields.push(['run after', formatTime(t.runAfter)]);
+  if (t.scheduleId) fields.push(['schedule', `${t.scheduleId}${t.scheduledAt ? `, slot ${formatTime(t.scheduledAt)}` : ' (run now, no slot)'}`]);
   if (t.result) {
     const r = t.result;
     const parts = [r.outcome, `attempt ${r.attempt}`];

@@ -163,7 +163,7 @@ export function postgresSchedules(db: Db): ScheduleStore {
           req.nextFireAt,
           req.now,
         ]);
-        const alreadyFired = [...wanted.filter((t) => !made.has(t.slot!.scheduledAt)).map((t) => t.slot!.scheduledAt), ...repeated];
+        const alreadyFired = [...wanted.filter((t) => !made.has(t.slot.scheduledAt)).map((t) => t.slot.scheduledAt), ...repeated];
         return { ok: true, created, alreadyFired };
       });
     },

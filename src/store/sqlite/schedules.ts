@@ -123,16 +123,16 @@ export function sqliteSchedules(d: SqliteDb): ScheduleStore {
           (
             d
               .q('SELECT scheduled_at FROM tasks WHERE schedule_id = ? AND scheduled_at IN (SELECT value FROM json_each(?))')
-              .all(s.id, JSON.stringify(wanted.map((t) => t.slot!.scheduledAt))) as Array<{ scheduled_at: number }>
+              .all(s.id, JSON.stringify(wanted.map((t) => t.slot.scheduledAt))) as Array<{ scheduled_at: number }>
           ).map((r) => r.scheduled_at),
         );
-        const fresh = wanted.filter((t) => !taken.has(t.slot!.scheduledAt));
+        const fresh = wanted.filter((t) => !taken.has(t.slot.scheduledAt));
         const created = fresh.length === 0 ? [] : insertNewTasks(d, s.owner, fresh, batchRowsJson(fresh), CRON_ACTOR, req.now, null);
         const run = d.q('INSERT INTO schedule_runs (schedule_id, slot_at, outcome, reason, task_id, at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING');
         for (const t of created) run.run(s.id, t.scheduledAt, 'fired', null, t.id, req.now);
         for (const k of req.skipped) run.run(s.id, k.slot, 'skipped', k.reason, null, req.now);
         d.q('UPDATE schedules SET last_slot_at = ?, next_fire_at = ?, version = version + 1, updated_at = ? WHERE id = ?').run(req.lastSlotAt, req.nextFireAt, req.now, s.id);
-        return { ok: true, created, alreadyFired: [...wanted.filter((t) => taken.has(t.slot!.scheduledAt)).map((t) => t.slot!.scheduledAt), ...repeated] };
+        return { ok: true, created, alreadyFired: [...wanted.filter((t) => taken.has(t.slot.scheduledAt)).map((t) => t.slot.scheduledAt), ...repeated] };
       });
     },
 
