@@ -18,10 +18,9 @@
  * `drover worker` against other machines or system paths, and examples that
  * need a placeholder only a person can fill in.
  *
- * Issue 10 is built by three helpers: an example that uses a feature this build
- * does not have yet (FEATURES: probed on the real CLI and server, never
- * assumed) is skipped naming the feature, so the test is green on each branch
- * and runs everything once they are merged.
+ * FEATURES are probed on the real CLI and server before the examples run: an
+ * example that uses a feature the probe finds missing FAILS, naming the feature
+ * (a broken feature is never turned into a skip).
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -42,7 +41,7 @@ const SKIP: { pattern: RegExp; reason: string }[] = [
   { pattern: /^drover worker --server http:\/\/(server|a):7070/, reason: 'needs the hosts "server" / "a" and "b" (other machines)' },
 ];
 
-/** A feature of issue 10 that another helper's branch may not have merged yet, and how to find out. */
+/** A feature the README's examples use, and how to check on the real CLI and server that this build has it. */
 interface Feature {
   name: string;
   /** Lines that need it. */
@@ -95,19 +94,19 @@ describe('e2e: the README\'s shell examples run as written', () => {
   let help = '';
   let submitHelp = '';
   const FEATURES: Feature[] = [
-    { name: 'submit --cwd (helper EXEC)', uses: /\bsubmit\b.*--cwd\b/, probe: async () => /--cwd\b/.test(submitHelp) },
-    { name: 'submit --at/--in (helper EXEC)', uses: /\bsubmit\b.*--(at|in)\b/, probe: async () => /--at\b/.test(submitHelp) && /--in\b/.test(submitHelp) },
-    { name: 'drover rerun (helper EXEC)', uses: /^drover rerun\b/, probe: async () => /^\s+rerun\b/m.test(help) },
-    { name: 'drover login/logout (helper CLI)', uses: /^drover (login|logout)\b/, probe: async () => /^\s+login\b/m.test(help) && /^\s+logout\b/m.test(help) },
-    { name: 'drover completion (helper CLI)', uses: /\bdrover completion\b/, probe: async () => /^\s+completion\b/m.test(help) },
+    { name: 'submit --cwd', uses: /\bsubmit\b.*--cwd\b/, probe: async () => /--cwd\b/.test(submitHelp) },
+    { name: 'submit --at/--in', uses: /\bsubmit\b.*--(at|in)\b/, probe: async () => /--at\b/.test(submitHelp) && /--in\b/.test(submitHelp) },
+    { name: 'drover rerun', uses: /^drover rerun\b/, probe: async () => /^\s+rerun\b/m.test(help) },
+    { name: 'drover login/logout', uses: /^drover (login|logout)\b/, probe: async () => /^\s+login\b/m.test(help) && /^\s+logout\b/m.test(help) },
+    { name: 'drover completion', uses: /\bdrover completion\b/, probe: async () => /^\s+completion\b/m.test(help) },
     {
-      name: 'bare-number durations are seconds (helper CLI)',
+      name: 'bare-number durations are seconds',
       uses: /--(timeout|in|retry-base|retry-cap) \d+(\s|$)/,
       // Behaviour, not help text: a 0.2 s task under --timeout 2 succeeds only if 2 means seconds (2 ms would time it out).
       probe: async () => (await bash('drover submit --wait --retries 0 --timeout 2 -- sleep 0.2')).code === 0,
     },
     {
-      name: 'a #! script runs by its shebang (helper EXEC)',
+      name: 'a #! script runs by its shebang',
       uses: /--script \S+\.py\b/,
       probe: async () => {
         // The real behaviour, on the real server and worker: a python script submitted without an interpreter.
@@ -169,11 +168,7 @@ describe('e2e: the README\'s shell examples run as written', () => {
         continue;
       }
       const missing = FEATURES.filter((f) => f.uses.test(line) && !have.get(f.name));
-      if (missing.length) {
-        t.diagnostic(`skipped: ${line} (not in this build yet: ${missing.map((f) => f.name).join(', ')})`);
-        if (/^drover (submit|rerun)\b/.test(line)) lastId = null; // the ID of a later line would be this one's
-        continue;
-      }
+      assert.equal(missing.length, 0, `README example \`${line}\` uses what this build lacks: ${missing.map((f) => f.name).join(', ')}`);
       if (/\bID\b/.test(line) && lastId === null) {
         t.diagnostic(`skipped: ${line} (its ID comes from an example skipped above)`);
         continue;
