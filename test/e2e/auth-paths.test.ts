@@ -147,6 +147,7 @@ const ROUTES: Route[] = [
   // The dashboard's pages and assets are public; `/tasks/` is the page `/tasks/:id` with an empty id (the app shows "not found").
   { method: 'GET', path: '/sign-in', access: 'public', ok: 200, trailingSlash: null },
   { method: 'GET', path: '/tasks', access: 'public', ok: 200, trailingSlash: { access: 'public', ok: 200 } },
+  { method: 'GET', path: '/schedules', access: 'public', ok: 200, trailingSlash: null },
   { method: 'GET', path: `/tasks/${UNKNOWN_TASK}`, access: 'public', ok: 200, word: 1, endsWithParam: true, semicolonOk: 200, trailingSlash: null },
   // `;x=1` joins the file name, which the asset route refuses: 404 from the route, not "no route".
   { method: 'GET', path: `/assets/${ASSET}`, access: 'public', ok: 200, word: 1, endsWithParam: true, semicolonOk: 404, trailingSlash: null },

@@ -137,7 +137,7 @@ describe('static files: names, types, pages', () => {
   });
 
   it('the page list is explicit (no catch-all)', () => {
-    assert.deepEqual([...PAGE_ROUTES], ['/', '/sign-in', '/tasks', '/tasks/:id', '/workers', '/submit']);
+    assert.deepEqual([...PAGE_ROUTES], ['/', '/sign-in', '/tasks', '/tasks/:id', '/workers', '/schedules', '/submit']);
     for (const p of PAGE_ROUTES) assert.ok(!p.includes('*'), p);
   });
 });

@@ -14,6 +14,7 @@ import './styles/forms.css';
 import './styles/detail.css';
 import './styles/log.css';
 import './styles/overview.css';
+import './styles/schedules.css';
 
 const queryClient = createQueryClient();
 const router = createRouter();

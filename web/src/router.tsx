@@ -1,6 +1,6 @@
 /**
  * Page routes. The server answers index.html for exactly these paths
- * (spec: `/`, `/sign-in`, `/tasks`, `/tasks/:id`, `/workers`, `/submit`); a
+ * (spec: `/`, `/sign-in`, `/tasks`, `/tasks/:id`, `/workers`, `/schedules`, `/submit`); a
  * new page adds a route here, a line in nav-items.ts and one on the server.
  */
 import { createBrowserRouter } from 'react-router';
@@ -12,6 +12,7 @@ import { OverviewPage } from './pages/overview-page';
 import { TasksPage } from './pages/tasks-page';
 import { TaskDetailPage } from './pages/task-detail-page';
 import { WorkersPage } from './pages/workers-page';
+import { SchedulesPage } from './pages/schedules-page';
 import { SubmitPage } from './pages/submit-page';
 import { NotFoundPage } from './pages/not-found-page';
 import { RouteError } from './pages/route-error';
@@ -34,6 +35,7 @@ export function createRouter() {
         { path: 'tasks', element: <TasksPage /> },
         { path: 'tasks/:id', element: <TaskDetailPage /> },
         { path: 'workers', element: <WorkersPage /> },
+        { path: 'schedules', element: <SchedulesPage /> },
         { path: 'submit', element: <SubmitPage /> },
         { path: '*', element: <NotFoundPage /> },
       ],

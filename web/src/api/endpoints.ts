@@ -9,6 +9,9 @@ import type {
   LogChunksQuery,
   Me,
   MinuteStat,
+  ScheduleDetail,
+  SchedulePage,
+  Schedule,
   SessionInfo,
   SubmitTaskRequest,
   Task,
@@ -44,4 +47,12 @@ export const api = {
 
   workers: (signal?: AbortSignal) => request<{ workers: WorkerInfo[] }>('GET', '/v1/workers', { signal }),
   drainWorker: (id: string) => request<{ workerId: string; draining: boolean }>('POST', `/v1/workers/${enc(id)}/drain`),
+
+  /** Schedules: the per-name routes name the owner (an admin may act on anyone's; a name is unique per owner). */
+  schedules: (signal?: AbortSignal) => request<SchedulePage>('GET', '/v1/schedules', { query: { limit: 500 }, signal }),
+  schedule: (owner: string, name: string, signal?: AbortSignal) =>
+    request<ScheduleDetail>('GET', `/v1/schedules/${enc(name)}`, { query: { owner }, signal }),
+  pauseSchedule: (owner: string, name: string) => request<{ schedule: Schedule }>('POST', `/v1/schedules/${enc(name)}/pause`, { query: { owner } }),
+  resumeSchedule: (owner: string, name: string) => request<{ schedule: Schedule }>('POST', `/v1/schedules/${enc(name)}/resume`, { query: { owner } }),
+  runSchedule: (owner: string, name: string) => request<{ task: Task }>('POST', `/v1/schedules/${enc(name)}/run`, { query: { owner } }),
 };

@@ -45,3 +45,25 @@ export const workersQuery = (refreshMs = 15_000) =>
     queryFn: ({ signal }) => api.workers(signal),
     refetchInterval: refreshMs,
   });
+
+/**
+ * Schedules are not in the stream: the list and each shown schedule's detail
+ * (next times, recent runs) are refetched every `refreshMs`, and at once
+ * (debounced) when the stream reports a change to a task a schedule made
+ * (live/cache-patcher.ts).
+ */
+export const SCHEDULES_REFRESH_MS = 2_000;
+
+export const schedulesQuery = (refreshMs = SCHEDULES_REFRESH_MS) =>
+  queryOptions({
+    queryKey: qk.scheduleList,
+    queryFn: ({ signal }) => api.schedules(signal),
+    refetchInterval: refreshMs,
+  });
+
+export const scheduleDetailQuery = (owner: string, name: string, refreshMs = SCHEDULES_REFRESH_MS) =>
+  queryOptions({
+    queryKey: qk.scheduleDetail(owner, name),
+    queryFn: ({ signal }) => api.schedule(owner, name, signal),
+    refetchInterval: refreshMs,
+  });

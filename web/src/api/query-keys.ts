@@ -13,4 +13,7 @@ export const qk = {
   counts: ['stats', 'counts'] as const,
   minutes: ['stats', 'minutes'] as const,
   workers: ['workers'] as const,
+  schedules: ['schedules'] as const,
+  scheduleList: ['schedules', 'list'] as const,
+  scheduleDetail: (owner: string, name: string) => ['schedules', 'detail', owner, name] as const,
 };

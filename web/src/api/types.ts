@@ -8,6 +8,7 @@
  * nothing from src/ is bundled.
  */
 import type { Role, TaskState } from '../../../src/client/types.js';
+export type { Schedule, ScheduleDetail, ScheduleRunInfo, SchedulePage } from '../../../src/client/schedule-types.js';
 
 export type {
   Attempt,

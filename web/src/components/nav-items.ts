@@ -1,5 +1,5 @@
 /**
- * The navigation list. Later pages (schedules, DAG runs, services,
+ * The navigation list. Later pages (DAG runs, services,
  * artifacts) add an entry here; the side navigation is a list that grows
  * downwards, and on a phone it folds into the menu button.
  */
@@ -14,5 +14,6 @@ export const NAV_ITEMS: readonly NavItem[] = [
   { to: '/', label: 'Overview', end: true },
   { to: '/tasks', label: 'Tasks' },
   { to: '/workers', label: 'Workers' },
+  { to: '/schedules', label: 'Schedules' },
   { to: '/submit', label: 'Submit' },
 ];

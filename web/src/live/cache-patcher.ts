@@ -8,7 +8,9 @@
  * - counts by state: refetched, debounced (0.4 s, at least every 1 s);
  * - per-minute stats: refetched, debounced (5 s, at least every 15 s);
  * - workers (`['workers']`): rows replaced or added by id; a task starting or
- *   leaving `running` refetches the list (its slots and running attempts).
+ *   leaving `running` refetches the list (its slots and running attempts);
+ * - schedules (`['schedules',...]`): a change to a task a schedule made
+ *   refetches them, debounced (0.3 s, at least every 1 s).
  * `reset` (the stream's cursor expired) invalidates everything: every active
  * query refetches and the stream continues from the head.
  */
@@ -25,12 +27,14 @@ export class CachePatcher {
   private readonly counts;
   private readonly minutes;
   private readonly workers;
+  private readonly schedules;
   private readonly detailTimers = new Map<string, ReturnType<typeof setTimeout>>();
 
   constructor(private readonly qc: QueryClient) {
     this.counts = debouncer(() => void qc.invalidateQueries({ queryKey: qk.counts }), 400, 1000);
     this.minutes = debouncer(() => void qc.invalidateQueries({ queryKey: qk.minutes }), 5000, 15000);
     this.workers = debouncer(() => void qc.invalidateQueries({ queryKey: qk.workers }), 500, 1500);
+    this.schedules = debouncer(() => void qc.invalidateQueries({ queryKey: qk.schedules }), 300, 1000);
   }
 
   applyChanges(tasks: readonly TaskSummary[], workers: readonly WorkerInfo[]): void {
@@ -52,6 +56,7 @@ export class CachePatcher {
     this.counts.cancel();
     this.minutes.cancel();
     this.workers.cancel();
+    this.schedules.cancel();
     for (const t of this.detailTimers.values()) clearTimeout(t);
     this.detailTimers.clear();
   }
@@ -73,6 +78,7 @@ export class CachePatcher {
     this.counts.trigger();
     this.minutes.trigger();
     if (runningChanged) this.workers.trigger();
+    if (tasks.some((t) => t.scheduleId !== null && t.scheduleId !== undefined)) this.schedules.trigger();
   }
 
   private patchDetail(t: TaskSummary): void {
