@@ -17,22 +17,11 @@ export interface CreateScheduleRequest {
   task: Omit<SubmitTaskRequest, 'runAt' | 'delay'>;
 }
 
-export interface TaskTemplate {
-  name: string;
-  kind: string;
-  command: string | null;
-  args: string[];
-  script: string | null;
-  interpreter: string[];
-  env: Record<string, string>;
-  envRedacted: boolean;
-  timeoutMs: number | null;
-  cwd: string | null;
-  retry: { maxRetries: number; baseDelayMs: number; factor: number; maxDelayMs: number };
-  priority: number;
-  labels: Record<string, string>;
-  requires: Record<string, string>;
-}
+/** What each run creates: a task's spec fields, as task JSON shows them (env values only for the owner). */
+export type TaskTemplate = Pick<
+  Task,
+  'name' | 'kind' | 'command' | 'args' | 'script' | 'interpreter' | 'env' | 'envRedacted' | 'timeoutMs' | 'cwd' | 'retry' | 'priority' | 'labels' | 'requires'
+>;
 
 export interface Schedule {
   id: string;

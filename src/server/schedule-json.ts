@@ -2,28 +2,13 @@
 import type { TaskSpec } from '../core/task.js';
 import type { ScheduleRecord, ScheduleRun } from '../store/schedules.js';
 import { isoTime } from './iso-time.js';
+import { specJson } from './serialize.js';
 
 const iso = (t: number | null): string | null => (t === null ? null : isoTime(t));
 
-/** The template as `viewer` may see it: env values only for the schedule's owner (as serialize.ts taskJson does). */
+/** The template as `viewer` may see it: env values only for the schedule's owner (as for a task). */
 export function templateJson(t: TaskSpec, owner: string, viewer: string) {
-  const envRedacted = viewer !== owner;
-  return {
-    name: t.name,
-    kind: t.kind,
-    command: t.command,
-    args: t.args,
-    script: t.script,
-    interpreter: t.interpreter,
-    env: envRedacted ? Object.fromEntries(Object.keys(t.env).map((k) => [k, ''])) : t.env,
-    envRedacted,
-    timeoutMs: t.timeoutMs,
-    cwd: t.cwd,
-    retry: t.retry,
-    priority: t.priority,
-    labels: t.labels,
-    requires: t.requires,
-  };
+  return specJson(t, viewer !== owner);
 }
 
 export function scheduleJson(s: ScheduleRecord, viewer: string) {

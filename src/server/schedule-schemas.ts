@@ -4,7 +4,7 @@
  * without runAt/delay: a run's time is its slot.
  */
 import { Type, type Static } from '@sinclair/typebox';
-import { SubmitBody } from './schemas.js';
+import { SubmitBody, TaskSchema } from './schemas.js';
 
 /** A schedule's name: unique per owner, safe in a URL path segment and a shell word. */
 export const SCHEDULE_NAME_PATTERN = '^[A-Za-z0-9._-]{1,100}$';
@@ -47,25 +47,11 @@ export const ScheduleListQuery = Type.Object(
 export type ScheduleListQuery = Static<typeof ScheduleListQuery>;
 
 const NullableString = Type.Union([Type.String(), Type.Null()]);
-const NullableInt = Type.Union([Type.Integer(), Type.Null()]);
 
 /** What each run creates (a TaskSpec; env values redacted for anyone but the owner, as in task JSON). */
-export const TaskTemplateSchema = Type.Object({
-  name: Type.String(),
-  kind: Type.String(),
-  command: NullableString,
-  args: Type.Array(Type.String()),
-  script: NullableString,
-  interpreter: Type.Array(Type.String()),
-  env: Type.Record(Type.String(), Type.String()),
-  envRedacted: Type.Boolean(),
-  timeoutMs: NullableInt,
-  cwd: NullableString,
-  retry: Type.Object({ maxRetries: Type.Integer(), baseDelayMs: Type.Integer(), factor: Type.Number(), maxDelayMs: Type.Integer() }),
-  priority: Type.Integer(),
-  labels: Type.Record(Type.String(), Type.String()),
-  requires: Type.Record(Type.String(), Type.String()),
-});
+export const TaskTemplateSchema = Type.Pick(TaskSchema, [
+  'name', 'kind', 'command', 'args', 'script', 'interpreter', 'env', 'envRedacted', 'timeoutMs', 'cwd', 'retry', 'priority', 'labels', 'requires',
+]);
 
 export const ScheduleSchema = Type.Object({
   id: Type.String(),

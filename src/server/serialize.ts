@@ -1,24 +1,18 @@
 /** Internal models (epoch ms) → API JSON (ISO-8601 times), per docs/api.md. */
-import type { Attempt, LogChunk, Task, TaskEvent } from '../core/task.js';
+import type { Attempt, LogChunk, Task, TaskEvent, TaskSpec } from '../core/task.js';
 import type { MinuteStat, TaskSummary, TokenRecord } from '../store/store.js';
 import { isoTime } from './iso-time.js';
 
 const iso = (t: number | null): string | null => (t === null ? null : isoTime(t));
 
 /**
- * A task as `viewer` may see it: env values go only to the task's owner.
- * Anyone else (an admin) gets the keys with "" for every value and
- * `envRedacted: true`, so a secret passed in env is not shown to whoever can
- * list all tasks.
+ * What a task (or a schedule's template) runs and how, as the API shows it;
+ * with `envRedacted` the env keys carry "" instead of their values.
  */
-export function taskJson(t: Task, viewer: string) {
-  const envRedacted = viewer !== t.owner;
+export function specJson(t: TaskSpec, envRedacted: boolean) {
   return {
-    id: t.id,
-    owner: t.owner,
     name: t.name,
     kind: t.kind,
-    state: t.state,
     command: t.command,
     args: t.args,
     script: t.script,
@@ -31,6 +25,22 @@ export function taskJson(t: Task, viewer: string) {
     priority: t.priority,
     labels: t.labels,
     requires: t.requires,
+  };
+}
+
+/**
+ * A task as `viewer` may see it: env values go only to the task's owner.
+ * Anyone else (an admin) gets the keys with "" for every value and
+ * `envRedacted: true`, so a secret passed in env is not shown to whoever can
+ * list all tasks.
+ */
+export function taskJson(t: Task, viewer: string) {
+  const envRedacted = viewer !== t.owner;
+  return {
+    id: t.id,
+    owner: t.owner,
+    ...specJson(t, envRedacted),
+    state: t.state,
     attempts: t.attempts,
     retriesUsed: t.retriesUsed,
     lostCount: t.lostCount,
