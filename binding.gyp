@@ -1,6 +1,8 @@
-# The native spawner (native/spawn.c), built by `npm install` (package.json
-# "install"). Linux only: elsewhere there is no target and the agent uses
-# Node's child_process (src/worker/native-spawn.ts explains the choice).
+# The native spawner (native/spawn.c) and the native reaper (native/reaper.c,
+# an executable), built by `npm install` (package.json "install"). Linux only:
+# elsewhere there are no targets and the agent uses Node's child_process and
+# the reaper in JavaScript (src/worker/native-spawn.ts and
+# src/worker/reaper-client.ts explain the choices).
 {
   "targets": [
     {
@@ -8,6 +10,18 @@
       "conditions": [
         ["OS=='linux'", {
           "sources": ["native/spawn.c"],
+          "cflags": ["-std=gnu11", "-O2", "-Wall", "-Wextra", "-Wno-unused-parameter"]
+        }, {
+          "type": "none"
+        }]
+      ]
+    },
+    {
+      "target_name": "drover_reaper",
+      "conditions": [
+        ["OS=='linux'", {
+          "type": "executable",
+          "sources": ["native/reaper.c"],
           "cflags": ["-std=gnu11", "-O2", "-Wall", "-Wextra", "-Wno-unused-parameter"]
         }, {
           "type": "none"

@@ -25,7 +25,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import type { Logger } from './logger.js';
 import type { GroupWatch } from './process-runner.js';
-import { REAPER_MAX_GRACE_MS, REAPER_PATH } from './reaper.js';
+import { REAPER_MAX_GRACE_MS, reaperCommand, type ReaperCommand } from './reaper.js';
 
 const RESTART_DELAY_MS = 1_000;
 /** How long a `del` may wait for company (see the contract). */
@@ -42,12 +42,17 @@ export class ReaperClient implements GroupWatch {
   private flushSoon: NodeJS.Immediate | null = null;
   private flushLater: NodeJS.Timeout | null = null;
   readonly graceMs: number;
+  /** What is started (native/reaper.c when built, else reaper.ts under this Node; see start()). */
+  command: ReaperCommand;
 
   constructor(
     killGraceMs: number,
     private readonly log: Logger,
+    /** Which reaper (tests): one of the two, or a command of one's own; default reaperCommand's choice. */
+    command?: 'native' | 'node' | ReaperCommand,
   ) {
     this.graceMs = Math.min(killGraceMs, REAPER_MAX_GRACE_MS);
+    this.command = typeof command === 'object' ? command : reaperCommand(this.graceMs, command);
     this.start();
   }
 
@@ -104,7 +109,7 @@ export class ReaperClient implements GroupWatch {
     if (this.closed) return;
     const startedAt = Date.now();
     // No environment of the agent's (its token above all): the reaper needs none.
-    const child = spawn(process.execPath, [REAPER_PATH, '--grace-ms', String(this.graceMs)], { stdio: ['pipe', 'ignore', 'inherit'], env: {} });
+    const child = spawn(this.command.file, this.command.args, { stdio: ['pipe', 'ignore', 'inherit'], env: {} });
     this.child = child;
     child.stdin!.on('error', () => {}); // EPIPE when it died: 'exit' handles that
     (child.stdin as unknown as { unref?: () => void }).unref?.();
@@ -120,9 +125,22 @@ export class ReaperClient implements GroupWatch {
       this.restartTimer = setTimeout(() => this.start(), livedMs < RESTART_DELAY_MS ? RESTART_DELAY_MS : 0);
       this.restartTimer.unref();
     };
-    child.once('error', (err) => onGone(err.message));
+    child.once('error', (err) => {
+      // The native reaper was built but cannot be started here (a noexec mount, a foreign architecture):
+      // from now on reaper.ts, started at once.
+      const fellBack = this.command.kind === 'native';
+      if (fellBack) {
+        this.log.warn({ err, file: this.command.file }, 'the native reaper did not start; using the reaper in JavaScript');
+        this.command = reaperCommand(this.graceMs, 'node');
+      }
+      onGone(err.message);
+      if (fellBack && this.restartTimer) {
+        clearTimeout(this.restartTimer);
+        this.start();
+      }
+    });
     child.once('exit', (code, signal) => onGone(signal ? `killed by ${signal}` : `exit code ${code}`));
-    if (child.pid !== undefined) this.log.info({ pid: child.pid, graceMs: this.graceMs }, 'reaper started');
+    if (child.pid !== undefined) this.log.info({ pid: child.pid, graceMs: this.graceMs, kind: this.command.kind }, 'reaper started');
     // The new reaper gets the whole registry; queued lines were for the old one (the registry has their effect).
     this.queued = '';
     for (const [pgid, taskId] of this.groups) this.write(`add ${pgid} ${taskId}\n`, 'soon');

@@ -14,12 +14,16 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import type { AgentMessage, AssignedAttempt } from '../../src/core/protocol.js';
-import { parseReaperLine, REAPER_MAX_GRACE_MS, REAPER_PATH } from '../../src/worker/reaper.js';
+import { loadNativeSpawn } from '../../src/worker/native-spawn.js';
+import { parseReaperLine, REAPER_MAX_GRACE_MS, reaperCommand } from '../../src/worker/reaper.js';
+import { ReaperClient } from '../../src/worker/reaper-client.js';
 import { FakeServer, TOKEN } from './fake-server.js';
 import { fencingToken, runningMembers, tempDir } from './helpers.js';
 
 const CLI_MAIN = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
 const GRACE_MS = 400;
+/** A fallback reaper starts at once, well inside ReaperClient's 1 s restart delay. */
+const RESTART_WITHIN_MS = 900;
 
 /** A group like an attempt's: detached, carrying DROVER_TASK_ID, ignoring SIGTERM (leader and child). */
 function fakeAttempt(taskId: string): ChildProcess {
@@ -36,11 +40,12 @@ async function until(pred: () => boolean, timeoutMs: number, what: string): Prom
   return performance.now() - t0;
 }
 
-/** True once the process has installed handlers for SIGHUP, SIGINT and SIGTERM (SigCgt in /proc). */
+/** True once the process catches or ignores SIGHUP, SIGINT and SIGTERM (SigCgt: reaper.ts's handlers; SigIgn: reaper.c's SIG_IGN). */
 function catchesSignals(pid: number): boolean {
   try {
-    const m = /SigCgt:\s*([0-9a-f]+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    const mask = BigInt(`0x${m?.[1] ?? '0'}`);
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const maskOf = (field: string) => BigInt(`0x${new RegExp(`${field}:\\s*([0-9a-f]+)`).exec(status)?.[1] ?? '0'}`);
+    const mask = maskOf('SigCgt') | maskOf('SigIgn');
     return [1n, 2n, 15n].every((sig) => (mask >> (sig - 1n)) & 1n);
   } catch {
     return false;
@@ -60,8 +65,13 @@ function carriesTask(pid: number, taskId: string): boolean {
 /** Reapers this file started; killed after the tests so a failed test cannot leave one holding the runner open. */
 const reapers: ChildProcess[] = [];
 
-function startReaper(graceMs = GRACE_MS): { child: ChildProcess; stderr: () => string; exited: Promise<unknown> } {
-  const child = spawn(process.execPath, [REAPER_PATH, '--grace-ms', String(graceMs)], { stdio: ['pipe', 'ignore', 'pipe'] });
+/** Both implementations where the native one was built (npm install builds it with the native spawner); else reaper.ts alone. */
+const REAPERS: ReadonlyArray<'native' | 'node'> = 'binding' in loadNativeSpawn() ? ['native', 'node'] : ['node'];
+
+function startReaper(kind: 'native' | 'node', graceMs = GRACE_MS): { child: ChildProcess; stderr: () => string; exited: Promise<unknown> } {
+  const cmd = reaperCommand(graceMs, kind);
+  assert.equal(cmd.kind, kind);
+  const child = spawn(cmd.file, cmd.args, { stdio: ['pipe', 'ignore', 'pipe'] });
   reapers.push(child);
   let err = '';
   child.stderr!.setEncoding('utf8').on('data', (d: string) => (err += d));
@@ -93,63 +103,107 @@ describe('reaper', { timeout: 60_000 }, () => {
     }
   });
 
-  it('a deadline the agent does not renew kills the group (dead-man switch); a renewed one waits; the reaper stays', async () => {
-    const frozen = fakeAttempt('01REAPFROZEN');
-    const renewed = fakeAttempt('01REAPRENEWED');
-    spawned.push(frozen, renewed);
-    await until(() => carriesTask(frozen.pid!, '01REAPFROZEN') && carriesTask(renewed.pid!, '01REAPRENEWED'), 5_000, 'shells started');
-    const r = startReaper();
-    await until(() => catchesSignals(r.child.pid!), 5_000, 'reaper handlers installed');
-    const t0 = performance.now();
-    r.child.stdin!.write(`add ${frozen.pid} 01REAPFROZEN\nadd ${renewed.pid} 01REAPRENEWED\ndeadline ${frozen.pid} 100 400\ndeadline ${renewed.pid} 100 400\n`);
-    await sleep(200);
-    r.child.stdin!.write(`deadline ${renewed.pid} 5000 6000\n`);
-    await until(() => runningMembers(frozen.pid!).length === 0, 2_000, 'the frozen agent\'s group stopped');
-    const took = performance.now() - t0;
-    assert.ok(took >= 350, `SIGTERM is ignored by the group: only the SIGKILL at 400 ms can stop it (took ${Math.round(took)} ms)`);
-    assert.ok(runningMembers(renewed.pid!).length > 0, 'a renewed deadline is not due');
-    assert.equal(r.child.exitCode, null, 'the reaper goes on (the agent may resume)');
-    r.child.stdin!.write(`del ${renewed.pid}\n`);
-    r.child.stdin!.end();
-    await r.exited;
-    assert.ok(runningMembers(renewed.pid!).length > 0, 'deleted before EOF: left alone');
+  it('the native reaper is built wherever the native spawner is (one node-gyp run builds both), and is what an agent starts', () => {
+    if (!('binding' in loadNativeSpawn())) return assert.equal(reaperCommand(400).kind, 'node');
+    assert.equal(reaperCommand(400).kind, 'native');
+    assert.equal(reaperCommand(400, 'node').kind, 'node');
   });
 
-  it('at EOF stops the registered groups (SIGTERM, SIGKILL after the grace), only those, then exits; ignores INT/TERM/HUP before', async () => {
-    const ours = fakeAttempt('01REAPOURS');
-    const removed = fakeAttempt('01REAPDEL');
-    const impostor = fakeAttempt('01SOMEONEELSE'); // registered under a task id it does not carry: a reused pgid
-    spawned.push(ours, removed, impostor);
-    await until(() => carriesTask(ours.pid!, '01REAPOURS') && carriesTask(removed.pid!, '01REAPDEL') && carriesTask(impostor.pid!, '01SOMEONEELSE'), 5_000, 'shells started');
-    const r = startReaper();
-    await until(() => catchesSignals(r.child.pid!), 5_000, 'reaper handlers installed');
-    r.child.stdin!.write(`add ${ours.pid} 01REAPOURS\nadd ${removed.pid} 01REAPDEL\nadd ${impostor.pid} 01REAPIMPOSTOR\nbogus line\ndel ${removed.pid}\n`);
-    // A Ctrl-C to the terminal's group, a TERM, a HUP: the reaper stays.
-    for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) r.child.kill(sig);
-    await until(() => /expected "add <pgid> <taskId>", "del <pgid>" or "deadline <pgid> <termInMs> <killInMs>", got "bogus line"/.test(r.stderr()), 5_000, 'bad line reported');
-    assert.equal(r.child.exitCode, null);
-    assert.equal(r.child.signalCode, null);
-    const t0 = performance.now();
-    r.child.stdin!.end(); // the agent is gone
-    const took = await until(() => runningMembers(ours.pid!).length === 0, GRACE_MS + 1_000, 'registered group stopped');
-    assert.ok(took >= GRACE_MS - 50, `stopped after ${Math.round(took)} ms: the SIGTERM was ignored, so only the SIGKILL after the grace can have done it`);
-    await r.exited;
-    assert.ok(performance.now() - t0 < GRACE_MS + 1_000);
-    assert.match(r.stderr(), new RegExp(`SIGTERM to process group ${ours.pid} \\(task 01REAPOURS\\)`));
-    assert.match(r.stderr(), new RegExp(`SIGKILL to process group ${ours.pid} \\(task 01REAPOURS\\) after ${GRACE_MS} ms`));
-    assert.deepEqual(runningMembers(removed.pid!).length > 0, true, 'a deleted group is left alone');
-    assert.deepEqual(runningMembers(impostor.pid!).length > 0, true, 'a group not carrying the task id is left alone');
+  it('a native reaper that cannot be started: the client falls back to reaper.ts at once, and that one reaps the registered group', async () => {
+    const ours = fakeAttempt('01REAPFALLBACK');
+    spawned.push(ours);
+    await until(() => carriesTask(ours.pid!, '01REAPFALLBACK'), 5_000, 'shell started');
+    const warnings: string[] = [];
+    const log = { debug() {}, info() {}, error() {}, warn: (_o: object | string, msg?: string) => void warnings.push(msg ?? '') };
+    const missing = path.join(tmp.dir, 'drover_reaper');
+    const client = new ReaperClient(GRACE_MS, log, { kind: 'native', file: missing, args: ['--grace-ms', String(GRACE_MS)] });
+    client.add(ours.pid!, '01REAPFALLBACK');
+    const took = await until(() => client.pid !== null && catchesSignals(client.pid), 5_000, 'the fallback reaper running');
+    assert.ok(took < RESTART_WITHIN_MS, `started after ${Math.round(took)} ms, not after the restart delay`);
+    assert.equal(client.command.kind, 'node');
+    assert.ok(warnings.includes('the native reaper did not start; using the reaper in JavaScript'), warnings.join('; '));
+    // Its registry reached the new reaper: an outright close of its pipe (the agent gone) stops the group.
+    await client.close();
+    await until(() => runningMembers(ours.pid!).length === 0, GRACE_MS + 2_000, 'the group stopped by the fallback reaper');
   });
 
-  it('exits at once at EOF with nothing registered', async () => {
-    const r = startReaper();
-    await until(() => catchesSignals(r.child.pid!), 5_000, 'reaper handlers installed');
-    const t0 = performance.now();
-    r.child.stdin!.end();
-    const [code] = (await r.exited) as [number | null];
-    assert.equal(code, 0);
-    assert.ok(performance.now() - t0 < 500, `took ${Math.round(performance.now() - t0)} ms`);
-  });
+  for (const kind of REAPERS) {
+    describe(`as a process (${kind === 'native' ? 'native/reaper.c' : 'reaper.ts'})`, () => {
+      it('reports each malformed line once on stderr, registers nothing from them, and exits at once at EOF', async () => {
+        const bad = ['add 1 T', 'add x T', 'add 12', 'del 12 T', 'kill 12', 'add -5 T', 'add 1e3 T', 'del 0x10', 'deadline 12 5', 'deadline 12 500 100', 'deadline 12 -1 5', 'deadline 12 1.5 5', 'add  12 T', 'deadline 12 1234567890123 1234567890124'];
+        const r = startReaper(kind);
+        await until(() => catchesSignals(r.child.pid!), 5_000, 'reaper handlers installed');
+        r.child.stdin!.write(`${bad.join('\n')}\n${'x'.repeat(10_000)}\n`);
+        const reports = () => r.stderr().split('\n').filter((l) => l.startsWith('drover reaper['));
+        await until(() => reports().length >= bad.length + 1, 5_000, 'every bad line reported');
+        const t0 = performance.now();
+        r.child.stdin!.end();
+        const [code] = (await r.exited) as [number | null];
+        assert.equal(code, 0);
+        assert.ok(performance.now() - t0 < 500, 'nothing was registered, so EOF ends it at once');
+        assert.equal(reports().length, bad.length + 1, reports().join('\n'));
+        for (const line of bad.slice(0, 3)) assert.ok(reports().some((l) => l.includes(`"${line}"`)), `${line} is named`);
+      });
+
+    it('a deadline the agent does not renew kills the group (dead-man switch); a renewed one waits; the reaper stays', async () => {
+      const frozen = fakeAttempt('01REAPFROZEN');
+      const renewed = fakeAttempt('01REAPRENEWED');
+      spawned.push(frozen, renewed);
+      await until(() => carriesTask(frozen.pid!, '01REAPFROZEN') && carriesTask(renewed.pid!, '01REAPRENEWED'), 5_000, 'shells started');
+      const r = startReaper(kind);
+      await until(() => catchesSignals(r.child.pid!), 5_000, 'reaper handlers installed');
+      const t0 = performance.now();
+      r.child.stdin!.write(`add ${frozen.pid} 01REAPFROZEN\nadd ${renewed.pid} 01REAPRENEWED\ndeadline ${frozen.pid} 100 400\ndeadline ${renewed.pid} 100 400\n`);
+      await sleep(200);
+      r.child.stdin!.write(`deadline ${renewed.pid} 5000 6000\n`);
+      await until(() => runningMembers(frozen.pid!).length === 0, 2_000, 'the frozen agent\'s group stopped');
+      const took = performance.now() - t0;
+      assert.ok(took >= 350, `SIGTERM is ignored by the group: only the SIGKILL at 400 ms can stop it (took ${Math.round(took)} ms)`);
+      assert.ok(runningMembers(renewed.pid!).length > 0, 'a renewed deadline is not due');
+      assert.equal(r.child.exitCode, null, 'the reaper goes on (the agent may resume)');
+      r.child.stdin!.write(`del ${renewed.pid}\n`);
+      r.child.stdin!.end();
+      await r.exited;
+      assert.ok(runningMembers(renewed.pid!).length > 0, 'deleted before EOF: left alone');
+    });
+
+    it('at EOF stops the registered groups (SIGTERM, SIGKILL after the grace), only those, then exits; ignores INT/TERM/HUP before', async () => {
+      const ours = fakeAttempt('01REAPOURS');
+      const removed = fakeAttempt('01REAPDEL');
+      const impostor = fakeAttempt('01SOMEONEELSE'); // registered under a task id it does not carry: a reused pgid
+      spawned.push(ours, removed, impostor);
+      await until(() => carriesTask(ours.pid!, '01REAPOURS') && carriesTask(removed.pid!, '01REAPDEL') && carriesTask(impostor.pid!, '01SOMEONEELSE'), 5_000, 'shells started');
+      const r = startReaper(kind);
+      await until(() => catchesSignals(r.child.pid!), 5_000, 'reaper handlers installed');
+      r.child.stdin!.write(`add ${ours.pid} 01REAPOURS\nadd ${removed.pid} 01REAPDEL\nadd ${impostor.pid} 01REAPIMPOSTOR\nbogus line\ndel ${removed.pid}\n`);
+      // A Ctrl-C to the terminal's group, a TERM, a HUP: the reaper stays.
+      for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) r.child.kill(sig);
+      await until(() => /expected "add <pgid> <taskId>", "del <pgid>" or "deadline <pgid> <termInMs> <killInMs>", got "bogus line"/.test(r.stderr()), 5_000, 'bad line reported');
+      assert.equal(r.child.exitCode, null);
+      assert.equal(r.child.signalCode, null);
+      const t0 = performance.now();
+      r.child.stdin!.end(); // the agent is gone
+      const took = await until(() => runningMembers(ours.pid!).length === 0, GRACE_MS + 1_000, 'registered group stopped');
+      assert.ok(took >= GRACE_MS - 50, `stopped after ${Math.round(took)} ms: the SIGTERM was ignored, so only the SIGKILL after the grace can have done it`);
+      await r.exited;
+      assert.ok(performance.now() - t0 < GRACE_MS + 1_000);
+      assert.match(r.stderr(), new RegExp(`SIGTERM to process group ${ours.pid} \\(task 01REAPOURS\\)`));
+      assert.match(r.stderr(), new RegExp(`SIGKILL to process group ${ours.pid} \\(task 01REAPOURS\\) after ${GRACE_MS} ms`));
+      assert.deepEqual(runningMembers(removed.pid!).length > 0, true, 'a deleted group is left alone');
+      assert.deepEqual(runningMembers(impostor.pid!).length > 0, true, 'a group not carrying the task id is left alone');
+    });
+
+    it('exits at once at EOF with nothing registered', async () => {
+      const r = startReaper(kind);
+      await until(() => catchesSignals(r.child.pid!), 5_000, 'reaper handlers installed');
+      const t0 = performance.now();
+      r.child.stdin!.end();
+      const [code] = (await r.exited) as [number | null];
+      assert.equal(code, 0);
+      assert.ok(performance.now() - t0 < 500, `took ${Math.round(performance.now() - t0)} ms`);
+    });
+    });
+  }
 
   describe('with a real `drover worker`', () => {
     let nextId = 1_100;
