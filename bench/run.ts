@@ -14,12 +14,19 @@
  *   memory    server after 100,000 tasks, agent with 10 slots busy
  *   scale-out the drain with 1, 2, 3 servers on one PostgreSQL
  *   startup   `drover --version`, `ls`, `show ID` vs `node -e 0` (medians of interleaved runs)
+ *   dag       DAG engine (issue 12), SQLite and PostgreSQL: overhead per step of a 100-step chain of
+ *             /bin/true vs a shell loop and sequential submit-and-wait; a 1,000-step fan-out's
+ *             validation, and its run vs the same tasks as one batch (--quick: 1 round instead of 3)
+ *   cron      10,000 `* * * * *` schedules on SQLite and on PostgreSQL over 3 minute boundaries
+ *             (1 with --quick): each (schedule, slot) fired once, lateness, server memory; and one
+ *             per-second schedule's lateness over 60 runs (20 with --quick); no worker
  *   recovery  (not default: ~20 s of waiting for a lease) bench/recovery.ts
  *   dashboard (not default: fills 1,000,000 tasks, many minutes) bench/dashboard.ts
- * Default: every section but recovery and dashboard (about 10-15 minutes).
+ * Default: every section but recovery and dashboard (930 s on 2026-12-02; dag alone about 2 minutes, cron about 8).
  *
  * Usage: npm run bench -- [--quick] [--sections=drain,submit,...]
- *   --quick   small sizes (see lib/context.ts QUICK; scale-out with 1 and 2 servers): under 2 minutes.
+ *   --quick   small sizes (see lib/context.ts QUICK; scale-out with 1 and 2 servers), and without
+ *             --sections every section but dag and cron: under 2 minutes (QUICK_DEFAULT)
  *   BENCH_SECTIONS=... is the same as --sections. BENCH_PG_URL, BENCH_REDIS_URL:
  *   where PostgreSQL and Redis are (defaults 127.0.0.1).
  * Output: a markdown table on stdout (progress on stderr); exit 1 if a part failed.
@@ -38,6 +45,8 @@ import type { Ctx, Section } from './lib/context.js';
 import { FULL, QUICK } from './lib/context.js';
 import { dropOnInterrupt } from './lib/pg.js';
 import { fromLegacy, Report, type LegacyRow } from './lib/report.js';
+import { cron } from './sections/cron.js';
+import { dag } from './sections/dag.js';
 import { drain } from './sections/drain.js';
 import { latency } from './sections/latency.js';
 import { memory } from './sections/memory.js';
@@ -60,18 +69,30 @@ const SECTIONS: Record<string, Section> = {
   memory,
   'scale-out': scaleOut,
   startup,
+  dag,
+  cron,
   recovery: legacy(async () => async (rows) => rows.push(...(await (await import('./recovery.js')).recovery()))),
   dashboard: legacy(async () => (await import('./dashboard.js')).dashboard),
 };
-const DEFAULT = ['drain', 'submit', 'latency', 'process', 'memory', 'scale-out', 'startup'];
+const DEFAULT = ['drain', 'submit', 'latency', 'process', 'memory', 'scale-out', 'startup', 'dag', 'cron'];
+/**
+ * `--quick` without --sections: the sections that fit its two minutes (87 s on 2026-12-02). dag (50 s
+ * even at its smallest) and cron (it waits for minute boundaries: about 2.5 minutes) run with
+ * `--quick --sections=dag,cron`.
+ */
+const QUICK_DEFAULT = DEFAULT.filter((s) => s !== 'dag' && s !== 'cron');
 
 function parseArgs(argv: string[]): { quick: boolean; sections: string[] } {
   let quick = false;
-  let sections = process.env.BENCH_SECTIONS ? process.env.BENCH_SECTIONS.split(',') : DEFAULT;
+  let sections: string[] | null = process.env.BENCH_SECTIONS ? process.env.BENCH_SECTIONS.split(',') : null;
   for (const a of argv) {
     if (a === '--quick') quick = true;
     else if (a.startsWith('--sections=')) sections = a.slice('--sections='.length).split(',');
     else throw new Error(`unknown argument "${a}": expected --quick or --sections=${Object.keys(SECTIONS).join(',')}`);
+  }
+  if (sections === null) {
+    sections = quick ? QUICK_DEFAULT : DEFAULT;
+    if (quick) console.error(`[bench] --quick runs ${sections.join(', ')}; dag and cron take longer: npm run bench -- --quick --sections=dag,cron`);
   }
   sections = sections.map((s) => s.trim()).filter(Boolean);
   const bad = sections.filter((s) => !SECTIONS[s]);

@@ -21,10 +21,18 @@ export interface Sizes {
   /** Tasks per scale-out drain, and the server counts to try. */
   scaleN: number;
   scaleServers: number[];
+  /** DAG section: measured runs of the 100-step chain (each with its two baselines) and of the 1,000-step fan-out (each with its batch). */
+  dagRuns: number;
+  /** DAG section: timed POST /v1/dags of the 1,000-step fan-out (each a new DAG). */
+  dagApplies: number;
+  /** Schedules `* * * * *` of the cron section, the minute boundaries it observes, and the runs of its per-second schedule. */
+  cronSchedules: number;
+  cronMinutes: number;
+  cronSecondRuns: number;
 }
 
-export const FULL: Sizes = { drainN: 20_000, drainSlots: 10, submitN: 2_000, batchN: 20_000, latencyN: 200, latencyWarm: 20, spawnN: 2_000, spawnP: 8, memN: 100_000, scaleN: 20_000, scaleServers: [1, 2, 3] };
-export const QUICK: Sizes = { drainN: 2_000, drainSlots: 10, submitN: 300, batchN: 2_000, latencyN: 50, latencyWarm: 10, spawnN: 300, spawnP: 8, memN: 5_000, scaleN: 2_000, scaleServers: [1, 2] };
+export const FULL: Sizes = { drainN: 20_000, drainSlots: 10, submitN: 2_000, batchN: 20_000, latencyN: 200, latencyWarm: 20, spawnN: 2_000, spawnP: 8, memN: 100_000, scaleN: 20_000, scaleServers: [1, 2, 3], dagRuns: 3, dagApplies: 5, cronSchedules: 10_000, cronMinutes: 3, cronSecondRuns: 60 };
+export const QUICK: Sizes = { drainN: 2_000, drainSlots: 10, submitN: 300, batchN: 2_000, latencyN: 50, latencyWarm: 10, spawnN: 300, spawnP: 8, memN: 5_000, scaleN: 2_000, scaleServers: [1, 2], dagRuns: 1, dagApplies: 2, cronSchedules: 10_000, cronMinutes: 1, cronSecondRuns: 20 };
 
 export interface Ctx {
   report: Report;

@@ -34,3 +34,16 @@ export async function nativeSpawnTrue(n: number, parallel: number): Promise<{ s:
   const rate = await addonSpawnRate(n, parallel);
   return rate === null ? null : { s: n / rate };
 }
+
+/**
+ * `n` × /bin/true one after another from a shell loop (the DAG chain's floor:
+ * fork + exec + wait, nothing else). Span: just before `sh` is spawned → its
+ * exit, so sh's own start (about a millisecond) is inside.
+ */
+export function shellLoopTrue(n: number): { ms: number; command: string } {
+  const command = `for i in $(seq ${n}); do /bin/true; done`;
+  const t0 = performance.now();
+  const r = spawnSync('sh', ['-c', command]);
+  if (r.status !== 0) throw new Error(`${command}: exit ${r.status}: ${r.stderr}`);
+  return { ms: performance.now() - t0, command };
+}

@@ -4,14 +4,34 @@
  *    endpoint if present), then drained by a noop agent with 10 slots; read
  *    once the counters show N succeeded. Target VmRSS ≤ 100 MB.
  *  - an agent (process executor, 10 slots) with 10 `sleep 3` running: read
- *    once the counters show 10 running. Target VmRSS ≤ 50 MB.
+ *    once the counters show 10 running. Target VmRSS ≤ 50 MB. Its reaper (the
+ *    helper process every process-executor agent keeps, worker/reaper.ts) is
+ *    reported beside it, since a user pays for both.
  */
+import { readdirSync, readFileSync } from 'node:fs';
 import type { Ctx } from '../lib/context.js';
 import { cluster, counts, fill, NOOP, startAgent, untilSucceeded } from '../lib/drover.js';
 import { met } from '../lib/report.js';
 import { mb, procMemKb, sleep, until } from '../lib/stats.js';
 
 const MB = 1e6 / 1024; // kB per MB (10^6 bytes)
+
+/** The agent's reaper: its child process without DROVER_TASK_ID in its environment; its VmRSS (kB) and what it runs. */
+function reaperOf(agentPid: number): { rss: number; what: string } {
+  for (const e of readdirSync('/proc')) {
+    if (!/^\d+$/.test(e)) continue;
+    try {
+      const stat = readFileSync(`/proc/${e}/stat`, 'utf8');
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) !== agentPid) continue;
+      if (readFileSync(`/proc/${e}/environ`, 'latin1').includes('DROVER_TASK_ID=')) continue;
+      const exe = readFileSync(`/proc/${e}/cmdline`, 'utf8').split('\0')[0] ?? '';
+      return { rss: procMemKb(Number(e)).rss, what: exe.endsWith('drover_reaper') ? 'native/reaper.c' : 'reaper.ts under node' };
+    } catch {
+      // gone meanwhile
+    }
+  }
+  throw new Error(`no reaper process found among the children of agent ${agentPid}`);
+}
 
 export async function memory({ report, sizes }: Ctx): Promise<void> {
   const n = sizes.memN;
@@ -43,14 +63,15 @@ export async function memory({ report, sizes }: Ctx): Promise<void> {
       await until('10 tasks running', async () => ((await counts(c.api)).running ?? 0) >= 10, 30_000);
       await sleep(200);
       const m = procMemKb(a.proc.child.pid!);
+      const reaper = reaperOf(a.proc.child.pid!);
       await untilSucceeded(c.api, 10, 30_000);
       report.add({
         measure: 'agent memory, 10 slots busy (10 × `sleep 3`)',
-        drover: `VmRSS ${mb(m.rss)}, VmHWM ${mb(m.hwm)}`,
+        drover: `VmRSS ${mb(m.rss)}, VmHWM ${mb(m.hwm)}; its reaper (${reaper.what}) VmRSS ${mb(reaper.rss)}`,
         peer: '',
         ratio: '',
         met: met(m.rss <= 50 * MB, 'VmRSS ≤ 50 MB'),
-        note: '`drover worker --slots 10` (process executor) pid\'s /proc status 200 ms after /v1/stats/counts shows 10 running (the sleeps are its children, not counted).',
+        note: '`drover worker --slots 10` (process executor) pid\'s /proc status 200 ms after /v1/stats/counts shows 10 running (the sleeps are its children, not counted); its reaper is the child that is not a task (no DROVER_TASK_ID), read at the same moment.',
       });
     } finally {
       await c.close();

@@ -56,6 +56,8 @@ export function stateStyle(state: TaskState | string): Style | null {
       return 'dim';
     case 'cancelled':
       return 'magenta';
+    case 'skipped':
+      return 'dim';
     default:
       return null;
   }

@@ -13,7 +13,7 @@ import type { TaskSummary } from '../store/task-views.js';
 import { clockTime } from './human-log.js';
 import { safeText } from './output.js';
 
-const ENDED = new Set(['succeeded', 'failed', 'cancelled']);
+const ENDED = new Set(['succeeded', 'failed', 'cancelled', 'skipped']);
 /** Ended tasks remembered (oldest forgotten first): a long session's memory stays bounded. */
 const PRINTED_CAP = 10_000;
 

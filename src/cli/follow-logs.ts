@@ -15,7 +15,7 @@ import type { HttpResponse } from '../client/http-transport.js';
 import type { Task } from '../client/types.js';
 import { controlStripper, type ByteFilter } from './output.js';
 
-const TERMINAL = new Set(['succeeded', 'failed', 'cancelled']);
+const TERMINAL = new Set(['succeeded', 'failed', 'cancelled', 'skipped']);
 
 export interface StreamLogsOptions {
   follow: boolean;

@@ -118,6 +118,11 @@ export function formatLabels(labels: Record<string, string> | null | undefined):
   return entries.length ? entries.map(([k, v]) => `${k}=${v}`).join(',') : '-';
 }
 
+/** A word as a shell would need it written to mean itself: bare when it is safe, else single-quoted. */
+export function shellQuote(s: string): string {
+  return /^[A-Za-z0-9_\-+=.,/:@%]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
+}
+
 export function printJson(value: unknown): void {
   process.stdout.write(JSON.stringify(value, null, 2) + '\n');
 }

@@ -32,6 +32,7 @@ const MODULES: readonly { names: readonly string[]; load: () => Promise<Command[
     },
   },
   { names: ['cron'], load: async () => [(await import('./commands/cron.js')).cronCommand()] },
+  { names: ['dag'], load: async () => [(await import('./commands/dag.js')).dagCommand()] },
   { names: ['token'], load: async () => [(await import('./commands/tokens.js')).tokenCommand()] },
   { names: ['workers'], load: async () => [(await import('./commands/workers.js')).workersCommand()] },
   { names: ['server'], load: async () => [(await import('./commands/server.js')).serverCommand()] },
@@ -131,8 +132,32 @@ async function commanderMessage(err: CommanderError, argv: readonly string[]): P
   return msg;
 }
 
+/**
+ * Commander gives the root's -V/--version precedence wherever it appears on
+ * the line, so `drover dag show etl --version 2` would print Drover's version.
+ * After the command `dag`, `--version N` is `dag show`'s option: it is passed
+ * on as `--version=N`, a spelling the root's flag (which takes no value)
+ * leaves to the subcommand. Anything else is returned unchanged.
+ */
+export function subcommandVersionArgs(argv: readonly string[]): string[] {
+  const out = [...argv];
+  let i = 0;
+  for (; i < out.length; i++) {
+    const a = out[i]!;
+    if (ROOT_VALUE_OPTIONS.has(a)) i++;
+    else if (!a.startsWith('-')) break;
+  }
+  if (out[i] !== 'dag') return out;
+  for (let j = i + 1; j < out.length - 1; j++) {
+    if (out[j] === '--') break;
+    if (out[j] === '--version' && !out[j + 1]!.startsWith('-')) out.splice(j, 2, `--version=${out[j + 1]}`);
+  }
+  return out;
+}
+
 /** Parses and runs; resolves with the exit status (the caller sets process.exitCode). */
-export async function runCli(argv: readonly string[]): Promise<number> {
+export async function runCli(rawArgv: readonly string[]): Promise<number> {
+  const argv = subcommandVersionArgs(rawArgv);
   const program = await buildProgram(argv);
   if (argv.length === 0) {
     program.outputHelp();

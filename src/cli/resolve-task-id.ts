@@ -48,11 +48,15 @@ export interface TaskLister {
   listTasks(q: { id: string; limit: number }): Promise<{ tasks: Pick<TaskSummary, 'id' | 'name' | 'state'>[] }>;
 }
 
-/** Checks the argument's shape: the upper-cased full id, or `{prefix}` to look up. UsageError otherwise. */
+/**
+ * Checks the argument's shape: the upper-cased full id, or `{prefix}` to look
+ * up. UsageError otherwise, naming `what` ("task id", "run id": DAG run ids
+ * are ULIDs too, resolve-dag-run-id.ts).
+ */
 export function parseTaskIdArg(raw: string, what = 'task id'): { id: string } | { prefix: string } {
   const s = raw.trim().toUpperCase();
   if (FULL_ID.test(s)) return { id: s };
-  if (!PREFIX.test(s)) throw new UsageError(`invalid ${what} "${raw}": expected a task id or a prefix of one (0-9 and A-Z without I, L, O, U)`);
+  if (!PREFIX.test(s)) throw new UsageError(`invalid ${what} "${raw}": expected a ${what} or a prefix of one (0-9 and A-Z without I, L, O, U)`);
   if (s.length < MIN_PREFIX) throw new UsageError(`invalid ${what} "${raw}": give the full id or at least ${MIN_PREFIX} characters of it`);
   return { prefix: s };
 }

@@ -39,6 +39,9 @@ export function waitOutcome(task: Task): WaitOutcome {
   let detail: string;
   if (task.state === 'cancelled') {
     detail = r?.error ? `cancelled (${r.error})` : 'cancelled';
+  } else if (task.state === 'skipped') {
+    // A DAG step its dependencies ruled out: it never ran.
+    detail = task.skipReason ? `skipped (${task.skipReason.replace(/_/g, ' ')})` : 'skipped';
   } else if (!r) {
     detail = 'ended without a result';
   } else if (r.outcome === 'timed_out') {

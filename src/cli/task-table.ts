@@ -20,10 +20,12 @@
 import type { TaskSummary } from '../client/types.js';
 import { stateStyle, type Style } from './colour.js';
 import { formatAge, formatMs, formatTable, safeText } from './output.js';
+import { DEFAULT_WIDTH } from './terminal-width.js';
+
+export { DEFAULT_WIDTH };
 
 export const SHORT_ID = 12;
 export const MAX_SHORT_ID = 16;
-export const DEFAULT_WIDTH = 80;
 const MIN_NAME = 8;
 const MIN_WORKER = 6;
 

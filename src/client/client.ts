@@ -33,7 +33,8 @@ import type {
   Token,
   WorkerInfo,
 } from './types.js';
-import type { CreateScheduleRequest, ListSchedulesQuery, Schedule, ScheduleDetail, SchedulePage } from './schedule-types.js';
+import type { CreateScheduleRequest, CronNext, CronNextQuery, ListSchedulesQuery, Schedule, ScheduleDetail, SchedulePage, ScheduleRunNow } from './schedule-types.js';
+import type { Dag, DagApplyResult, DagPage, DagRequest, DagRun, DagRunDetail, DagRunPage, ListDagRunsQuery, ListDagsQuery } from './dag-types.js';
 
 /**
  * The server's rule for an Idempotency-Key (src/server/schemas.ts
@@ -234,6 +235,44 @@ export class DroverClient {
     return { task: body.task, created: status === 201 };
   }
 
+  // --- DAGs (a user: their own; an admin: anyone's, naming `owner` on the per-name calls)
+
+  /** Stores the definition as the DAG's next version, or returns the newest unchanged (created: false). */
+  async applyDag(req: DagRequest): Promise<DagApplyResult> {
+    const r = await this.json<{ dag: Dag; created?: boolean }>('POST', '/v1/dags', req);
+    return { dag: r.dag, created: r.created ?? true };
+  }
+
+  async listDags(query: ListDagsQuery = {}): Promise<DagPage> {
+    return this.json<DagPage>('GET', '/v1/dags' + queryString(query as Record<string, string | number | undefined>));
+  }
+
+  async getDag(name: string, opts: { owner?: string; version?: number } = {}): Promise<Dag> {
+    return (await this.json<{ dag: Dag }>('GET', `/v1/dags/${enc(name)}` + queryString(opts))).dag;
+  }
+
+  /** Starts a run of the DAG's newest version (never retried: a repeat would be a second run). */
+  async runDag(name: string, params: Record<string, string> = {}, owner?: string): Promise<DagRun> {
+    return (await this.json<{ run: DagRun }>('POST', `/v1/dags/${enc(name)}/runs` + queryString({ owner }), { params })).run;
+  }
+
+  async listDagRuns(query: ListDagRunsQuery = {}): Promise<DagRunPage> {
+    return this.json<DagRunPage>('GET', '/v1/dag-runs' + queryString(query as Record<string, string | number | undefined>));
+  }
+
+  /** The run, each step's state, timing and outputs, and the critical path. */
+  async getDagRun(id: string): Promise<DagRunDetail> {
+    return this.json<DagRunDetail>('GET', `/v1/dag-runs/${enc(id)}`);
+  }
+
+  async cancelDagRun(id: string): Promise<DagRun> {
+    return (await this.json<{ run: DagRun }>('POST', `/v1/dag-runs/${enc(id)}/cancel`)).run;
+  }
+
+  async retryDagRun(id: string): Promise<DagRun> {
+    return (await this.json<{ run: DagRun }>('POST', `/v1/dag-runs/${enc(id)}/retry`)).run;
+  }
+
   // --- schedules (a user: their own; an admin: anyone's, naming `owner` on the per-name calls)
 
   async createSchedule(req: CreateScheduleRequest): Promise<Schedule> {
@@ -269,12 +308,18 @@ export class DroverClient {
   }
 
   /** A run now, out of schedule (never retried: a repeat would be a second run). */
-  async runSchedule(name: string, owner?: string): Promise<Task> {
-    return (await this.json<{ task: Task }>('POST', `/v1/schedules/${enc(name)}/run` + queryString({ owner }))).task;
+  /** Run now: the task made, or for a DAG schedule the DAG run started. */
+  async runSchedule(name: string, owner?: string): Promise<ScheduleRunNow> {
+    return this.json<ScheduleRunNow>('POST', `/v1/schedules/${enc(name)}/run` + queryString({ owner }));
   }
 
   async deleteSchedule(name: string, owner?: string): Promise<Schedule> {
     return (await this.json<{ deleted: boolean; schedule: Schedule }>('DELETE', `/v1/schedules/${enc(name)}` + queryString({ owner }))).schedule;
+  }
+
+  /** GET /v1/cron/next: the next fire times of an expression, computed by the server; nothing is created. */
+  async cronNext(query: CronNextQuery): Promise<CronNext> {
+    return this.json<CronNext>('GET', '/v1/cron/next' + queryString({ ...query }));
   }
 
   // --- tokens (admin)

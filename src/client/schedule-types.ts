@@ -1,5 +1,6 @@
 /** The /v1/schedules payloads (docs/api.md, "Schedules"); times are ISO 8601 strings. */
 import type { SubmitTaskRequest, Task, TaskState } from './types.js';
+import type { DagRun, DagRunState } from './dag-types.js';
 
 export type OverlapPolicy = 'allow' | 'forbid' | 'replace';
 export type CatchupPolicy = 'none' | 'latest' | 'all';
@@ -13,8 +14,15 @@ export interface CreateScheduleRequest {
   overlap?: OverlapPolicy;
   catchup?: CatchupPolicy;
   maxCatchup?: number;
-  /** What each run creates: a submit body without runAt/delay. */
-  task: Omit<SubmitTaskRequest, 'runAt' | 'delay'>;
+  /** What each run creates: a submit body without runAt/delay. Exactly one of task and dag. */
+  task?: Omit<SubmitTaskRequest, 'runAt' | 'delay'>;
+  /** A DAG schedule: each run is a run of the caller's DAG of this name (newest version then), with these parameters. */
+  dag?: ScheduleDag;
+}
+
+export interface ScheduleDag {
+  name: string;
+  params: Record<string, string>;
 }
 
 /** What each run creates: a task's spec fields, as task JSON shows them (env values only for the owner). */
@@ -38,7 +46,10 @@ export interface Schedule {
   lastSlotAt: string | null;
   createdAt: string;
   updatedAt: string;
-  task: TaskTemplate;
+  /** Null for a DAG schedule. */
+  task: TaskTemplate | null;
+  /** Null for a task schedule. */
+  dag: ScheduleDag | null;
 }
 
 export interface ScheduleRunInfo {
@@ -48,8 +59,13 @@ export interface ScheduleRunInfo {
   reason: string | null;
   taskId: string | null;
   taskState: TaskState | null;
+  /** A DAG schedule's fired run (taskId is then null), and its current state. */
+  dagRunId: string | null;
+  dagRunState: DagRunState | null;
   /** Task created minus slot; null when skipped. */
   latenessMs: number | null;
+  /** On the first and last slot a catch-up skipped (reason catchup_*): how many it skipped in all (exact false: at least); else null. */
+  catchup: { skipped: number; exact: boolean } | null;
 }
 
 export interface ScheduleDetail {
@@ -72,6 +88,23 @@ export interface ListSchedulesQuery {
   cursor?: string;
 }
 
-export interface ScheduleRunNow {
-  task: Task;
+/** POST /v1/schedules/:name/run: the task made, or for a DAG schedule the run started. */
+export type ScheduleRunNow = { task: Task; run?: undefined } | { run: DagRun; task?: undefined };
+
+/** GET /v1/cron/next: `schedule` and `tz` as in CreateScheduleRequest (a bad one is the same 400, naming the same field). */
+export interface CronNextQuery {
+  schedule: string;
+  tz?: string;
+  /** Times strictly after this ISO 8601 time with a zone (default: the server's now). */
+  from?: string;
+  /** 1..100, default 5. */
+  count?: number;
+}
+
+export interface CronNext {
+  /** The expression as it would be stored (trimmed, single spaces). */
+  schedule: string;
+  tz: string;
+  /** Ascending ISO times; fewer than `count` only when the expression has no more times. */
+  next: string[];
 }

@@ -9,7 +9,7 @@
  * which both have.
  */
 
-export type TaskState = 'ready' | 'waiting' | 'running' | 'retrying' | 'succeeded' | 'failed' | 'cancelled';
+export type TaskState = 'ready' | 'waiting' | 'running' | 'retrying' | 'succeeded' | 'failed' | 'cancelled' | 'skipped';
 export type AttemptState = 'running' | 'succeeded' | 'failed' | 'timed_out' | 'cancelled' | 'lost';
 export type Role = 'admin' | 'user' | 'worker';
 
@@ -91,10 +91,20 @@ export interface Task {
   scheduleId: string | null;
   /** ISO time of the slot this run is for; null when not a schedule's run or run out of schedule. */
   scheduledAt: string | null;
+  /** The DAG run this task is a step of, and the step's name; null for other tasks. */
+  dagRunId: string | null;
+  dagStep: string | null;
+  /** Why a skipped DAG step was skipped; null unless the state is `skipped`. */
+  skipReason: 'upstream_failed' | 'upstream_skipped' | 'condition_not_met' | null;
   createdAt: string;
   updatedAt: string;
   /** Set once, when the task ends after an attempt. */
   result: TaskResult | null;
+  /**
+   * KEY=VALUE pairs the succeeding attempt wrote to the file named by DROVER_OUTPUT:
+   * recorded once, when the task succeeded; null when it wrote none or has not succeeded.
+   */
+  outputs: Record<string, string> | null;
 }
 
 export interface Attempt {
@@ -176,6 +186,11 @@ export interface TaskSummary {
   scheduleId: string | null;
   /** ISO time of the slot this run is for; null when not a schedule's run or run out of schedule. */
   scheduledAt: string | null;
+  /** The DAG run this task is a step of, and the step's name; null for other tasks. */
+  dagRunId: string | null;
+  dagStep: string | null;
+  /** Why a skipped DAG step was skipped; null unless the state is `skipped`. */
+  skipReason: 'upstream_failed' | 'upstream_skipped' | 'condition_not_met' | null;
 }
 
 export interface TaskPage {

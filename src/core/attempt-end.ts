@@ -6,6 +6,7 @@
 import { decideAfterFailure, DEFAULT_MAX_LOST } from './retry-policy.js';
 import { assertTransition, type TaskState, type TransitionReason } from './task-state.js';
 import type { AttemptOutcome, Task, TaskResult } from './task.js';
+import type { TaskOutputs } from './task-outputs.js';
 
 export interface AttemptEndInput {
   outcome: AttemptOutcome;
@@ -14,6 +15,11 @@ export interface AttemptEndInput {
   signal: string | null;
   error: string | null;
   durationMs: number | null;
+  /**
+   * What the process wrote to DROVER_OUTPUT (core/task-outputs.ts), already
+   * validated; only a succeeded attempt carries them. Absent or null: none.
+   */
+  outputs?: TaskOutputs | null;
 }
 
 export interface AttemptEndPlan {
@@ -23,15 +29,23 @@ export interface AttemptEndPlan {
   runAfter: number | null;
   /** Non-null only when the task's result is recorded now (it happens once). */
   result: TaskResult | null;
+  /**
+   * Non-null only when the task becomes `succeeded` now and its attempt wrote
+   * at least one output: recorded with the result, once. An attempt whose task
+   * was cancelled meanwhile (or moved on by a retry) records none: its task did
+   * not succeed.
+   */
+  outputs: TaskOutputs | null;
   /** Null when the task does not change state (it was already cancelled). */
   event: { from: TaskState; to: TaskState; reason: TransitionReason; detail: Record<string, unknown> } | null;
 }
 
 export function planAttemptEnd(task: Pick<Task, 'state' | 'retry' | 'retriesUsed' | 'lostCount' | 'result'>, end: AttemptEndInput, now: number, maxLost = DEFAULT_MAX_LOST): AttemptEndPlan {
-  const result: TaskResult = { ...end };
+  const { outputs, ...fields } = end;
+  const result: TaskResult = { ...fields };
   const detail: Record<string, unknown> = { attempt: end.attempt, outcome: end.outcome, exitCode: end.exitCode, signal: end.signal };
   if (end.error) detail.error = end.error;
-  const same = { retriesUsed: task.retriesUsed, lostCount: task.lostCount, runAfter: null };
+  const same = { retriesUsed: task.retriesUsed, lostCount: task.lostCount, runAfter: null, outputs: null };
 
   if (task.state === 'cancelled') {
     // Cancel moved the task already; the attempt's end only fills in the result, once.
@@ -53,8 +67,10 @@ export function planAttemptEnd(task: Pick<Task, 'state' | 'retry' | 'retriesUsed
   };
 
   switch (end.outcome) {
-    case 'succeeded':
-      return { ...same, state: 'succeeded', result, event: go('succeeded', 'attempt_succeeded') };
+    case 'succeeded': {
+      const recorded = outputs && Object.keys(outputs).length > 0 ? outputs : null;
+      return { ...same, outputs: recorded, state: 'succeeded', result, event: go('succeeded', 'attempt_succeeded') };
+    }
     case 'lost': {
       const lostCount = task.lostCount + 1;
       if (lostCount > maxLost) {
@@ -83,6 +99,7 @@ export function planAttemptEnd(task: Pick<Task, 'state' | 'retry' | 'retriesUsed
         lostCount: task.lostCount,
         runAfter: now + decision.delayMs,
         result: null,
+        outputs: null,
         event: go('retrying', reason, { retry: decision.retryNumber, delayMs: decision.delayMs }),
       };
     }

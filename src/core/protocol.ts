@@ -101,6 +101,14 @@ export type AgentMessage =
       signal: string | null;
       error: string | null;
       durationMs: number;
+      /**
+       * What the task wrote to DROVER_OUTPUT (core/task-outputs.ts), parsed by the
+       * agent and checked again by the server (taskOutputsProblem). Only with outcome
+       * `succeeded`, and only when the file held at least one key; absent otherwise.
+       * A server older than this field refuses an exit that carries it: upgrade
+       * servers before agents.
+       */
+      outputs?: Record<string, string>;
     };
 
 export interface StopOrder {

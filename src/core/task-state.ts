@@ -8,7 +8,12 @@
  *     │          │           ├─(attempt failed, none left)────► failed
  *     │          │           ├─(could not start: start_failed, no retry)──► failed
  *     │          └───────────┴─(worker lost: does not use a retry)
- *     └──────────────── cancelled (from any non-terminal state)
+ *     ├──────────────── cancelled (from any non-terminal state)
+ *     └─(a DAG step whose dependencies rule it out: core/dag/release.ts)──► skipped
+ *
+ * A DAG step waits in `ready` (no runAfter) until its dependencies have ended;
+ * the transaction that ends the last of them releases it (ready ──► waiting)
+ * or skips it (ready ──► skipped, a terminal state with a skip reason).
  *
  * A task submitted to run later (runAt/delay) is stored `ready` with a runAfter; the
  * scheduler releases it (`released`, ready ──► waiting) when that time comes.
@@ -22,10 +27,10 @@
  */
 import { IllegalTransitionError } from './errors.js';
 
-export const TASK_STATES = ['ready', 'waiting', 'running', 'retrying', 'succeeded', 'failed', 'cancelled'] as const;
+export const TASK_STATES = ['ready', 'waiting', 'running', 'retrying', 'succeeded', 'failed', 'cancelled', 'skipped'] as const;
 export type TaskState = (typeof TASK_STATES)[number];
 
-export const TERMINAL_STATES: ReadonlySet<TaskState> = new Set(['succeeded', 'failed', 'cancelled']);
+export const TERMINAL_STATES: ReadonlySet<TaskState> = new Set(['succeeded', 'failed', 'cancelled', 'skipped']);
 
 /** Why a transition happened; stored on every event row. */
 export const TRANSITION_REASONS = [
@@ -42,6 +47,7 @@ export const TRANSITION_REASONS = [
   'lost_cap_exceeded',
   'cancel_requested',
   'manual_retry',
+  'step_skipped',
 ] as const;
 export type TransitionReason = (typeof TRANSITION_REASONS)[number];
 
@@ -49,7 +55,7 @@ type Table = Record<TaskState, Partial<Record<TaskState, readonly TransitionReas
 
 /** from → to → the reasons that may move a task along that edge. */
 export const TRANSITIONS: Table = {
-  ready: { waiting: ['released'], cancelled: ['cancel_requested'] },
+  ready: { waiting: ['released'], cancelled: ['cancel_requested'], skipped: ['step_skipped'] },
   waiting: { running: ['claimed'], cancelled: ['cancel_requested'] },
   running: {
     succeeded: ['attempt_succeeded'],
@@ -62,6 +68,8 @@ export const TRANSITIONS: Table = {
   succeeded: {},
   failed: { waiting: ['manual_retry'], ready: ['manual_retry'] },
   cancelled: { waiting: ['manual_retry'], ready: ['manual_retry'] },
+  // A DAG retry (core/dag/retry-plan.ts) puts a skipped step back to pending.
+  skipped: { ready: ['manual_retry'] },
 };
 
 export function isTerminal(state: TaskState): boolean {

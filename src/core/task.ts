@@ -4,7 +4,9 @@
  * renders them as ISO-8601 strings.
  */
 import type { RetryPolicy } from './retry-policy.js';
+import type { SkipReason } from './dag/release.js';
 import type { TaskState, TransitionReason } from './task-state.js';
+import type { TaskOutputs } from './task-outputs.js';
 
 export type TaskKind = 'batch';
 
@@ -77,12 +79,23 @@ export interface Task extends TaskSpec {
   /** Set once, when the task reaches a terminal state after an attempt. */
   result: TaskResult | null;
   /**
+   * What the succeeding attempt wrote to DROVER_OUTPUT (core/task-outputs.ts):
+   * recorded once, when the task becomes succeeded; null when it wrote none
+   * (or the task has not succeeded).
+   */
+  outputs: TaskOutputs | null;
+  /**
    * The cron schedule that created this task (store/schedules.ts fireSchedule), and the
    * slot (epoch ms) it was created for; both null for a task a user submitted. The id
    * may outlive its schedule (a deleted schedule leaves its tasks as they are).
    */
   scheduleId: string | null;
   scheduledAt: number | null;
+  /** The DAG run this task is a step of (store/dags.ts), and the step's name; both null for other tasks. */
+  dagRunId: string | null;
+  dagStep: string | null;
+  /** Why a DAG step was skipped (core/dag/release.ts); null unless the state is `skipped`. */
+  skipReason: SkipReason | null;
 }
 
 export interface Attempt {

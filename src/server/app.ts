@@ -19,6 +19,8 @@ import { streamRoutes } from './routes/stream.js';
 import { taskRoutes } from './routes/tasks.js';
 import { taskBatchRoutes } from './routes/tasks-batch.js';
 import { scheduleRoutes } from './routes/schedules.js';
+import { dagRoutes } from './routes/dags.js';
+import { cronNextRoutes } from './routes/cron-next.js';
 import { tokenRoutes } from './routes/tokens.js';
 import { workerRoutes } from './routes/workers.js';
 import { sessionRoutes } from './routes/session.js';
@@ -96,6 +98,8 @@ export async function buildApp(ctx: AppContext, opts: { logLevel?: string; webDi
   taskRoutes(app, ctx);
   taskBatchRoutes(app, ctx);
   scheduleRoutes(app, ctx);
+  cronNextRoutes(app, ctx);
+  dagRoutes(app, ctx);
   tokenRoutes(app, ctx);
   workerRoutes(app, ctx);
   logChunkRoutes(app, ctx);

@@ -6,9 +6,10 @@
  * Catch-up (core/cron/plan-due.ts planDue) drops missed slots; those are
  * recorded as skipped runs with the policy's reason (`catchup_none`,
  * `catchup_latest`, `catchup_capped`), but only the FIRST and LAST of them
- * (an outage of a per-second schedule drops thousands): `catchup.count` (a
- * lower bound when `catchup.exact` is false) says how many there were, and
- * the firing loop logs it.
+ * (an outage of a per-second schedule drops thousands), each carrying
+ * `catchup`: how many there were (a lower bound when `exact` is false). The
+ * API and `drover cron show` report it from those records; the firing loop
+ * also logs it.
  *
  * Overlap (core/cron/overlap.ts decideOverlap) is applied slot by slot, in
  * order, a slot's "previous run" being the active run before the firing for
@@ -23,13 +24,13 @@
  */
 import { decideOverlap, type OverlapPolicy } from '../core/cron/overlap.js';
 import type { CatchupPolicy, DuePlan } from '../core/cron/plan-due.js';
-import type { SkipReason } from '../store/schedules.js';
+import type { CatchupCount, SkipReason } from '../store/schedules.js';
 
 export interface Burst {
   /** Slots to create a task for, ascending. */
   fire: number[];
-  /** Skipped runs to record (bounded: see the header). */
-  skipped: Array<{ slot: number; reason: SkipReason }>;
+  /** Skipped runs to record (bounded: see the header); a catch-up's two records carry its count. */
+  skipped: Array<{ slot: number; reason: SkipReason; catchup?: CatchupCount }>;
   /** Cancel the run that was active before this firing (replace). */
   cancelPrevious: boolean;
   /** How many missed slots catch-up dropped (recorded or not). */
@@ -43,8 +44,9 @@ export function planBurst(plan: DuePlan, catchup: CatchupPolicy, overlap: Overla
   const { count, exact, firstMs, lastMs } = plan.skipped;
   const reason = count > 0 ? CATCHUP_REASON[catchup] : null;
   if (reason !== null) {
-    if (firstMs !== null) skipped.push({ slot: firstMs, reason });
-    if (lastMs !== null && lastMs !== firstMs) skipped.push({ slot: lastMs, reason });
+    const catchup = { count, exact };
+    if (firstMs !== null) skipped.push({ slot: firstMs, reason, catchup });
+    if (lastMs !== null && lastMs !== firstMs) skipped.push({ slot: lastMs, reason, catchup });
   }
   const fire: number[] = [];
   let active = previousActive;

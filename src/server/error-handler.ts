@@ -7,6 +7,10 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { isDroverError } from '../core/errors.js';
 import { HEADER_RULES } from './schemas.js';
+import { discardBody } from './discard-body.js';
+
+/** How much of an over-limit body is read and dropped before the 413 goes out (discard-body.ts). */
+const DRAIN_LIMITS = { maxBytes: 16 * 1024 * 1024, idleMs: 1000, maxMs: 10_000 };
 
 interface AjvError {
   instancePath?: string;
@@ -78,7 +82,8 @@ export function handleError(this: unknown, err: FastifyError, req: FastifyReques
     case 'FST_ERR_CTP_BODY_TOO_LARGE': {
       // The route's own limit (POST /v1/tasks/batch has a larger one than BODY_LIMIT).
       const reason = `larger than the ${sizeText(req.routeOptions.bodyLimit)} limit`;
-      void reply.code(413).send(errorBody('payload_too_large', `body: ${reason}`, { field: 'body', reason }));
+      // Lingering close (discard-body.ts): the rest of the body is dropped first (bounded), then the answer.
+      void discardBody(req.raw, DRAIN_LIMITS).then(() => reply.code(413).send(errorBody('payload_too_large', `body: ${reason}`, { field: 'body', reason })));
       return;
     }
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':

@@ -11,6 +11,7 @@ export function templateJson(t: TaskSpec, owner: string, viewer: string) {
   return specJson(t, viewer !== owner);
 }
 
+/** A DAG schedule's parameter values go only to its owner (as a DAG run's and a template's env values); others get the keys with "" values. */
 export function scheduleJson(s: ScheduleRecord, viewer: string) {
   return {
     id: s.id,
@@ -26,12 +27,15 @@ export function scheduleJson(s: ScheduleRecord, viewer: string) {
     lastSlotAt: iso(s.lastSlotAt),
     createdAt: isoTime(s.createdAt),
     updatedAt: isoTime(s.updatedAt),
-    task: templateJson(s.template, s.owner, viewer),
+    task: s.template === null ? null : templateJson(s.template, s.owner, viewer),
+    dag: s.dag === null ? null : { name: s.dag.name, params: viewer === s.owner ? s.dag.params : Object.fromEntries(Object.keys(s.dag.params).map((k) => [k, ''])) },
   };
 }
 
 /**
- * A run record. latenessMs is the task's creation minus its slot: a fired
+ * A run record. `catchup` is on a catch-up's first and last skipped slot:
+ * how many slots that catch-up skipped in all (`exact` false: at least that
+ * many). latenessMs is the task's (or DAG run's) creation minus its slot: a fired
  * run's task is created in the transaction that stores the record, with the
  * record's time (store/schedules.ts FireRequest.now), so it is `at - slotAt`.
  */
@@ -42,6 +46,9 @@ export function scheduleRunJson(r: ScheduleRun) {
     reason: r.reason,
     taskId: r.taskId,
     taskState: r.taskState,
+    dagRunId: r.dagRunId,
+    dagRunState: r.dagRunState,
     latenessMs: r.outcome === 'fired' ? r.at - r.slotAt : null,
+    catchup: r.catchup === null ? null : { skipped: r.catchup.count, exact: r.catchup.exact },
   };
 }

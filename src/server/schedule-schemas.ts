@@ -4,6 +4,7 @@
  * without runAt/delay: a run's time is its slot.
  */
 import { Type, type Static } from '@sinclair/typebox';
+import { DAG_NAME_PATTERN } from '../core/dag/dag-definition.js';
 import { SubmitBody, TaskSchema } from './schemas.js';
 
 /** A schedule's name: unique per owner, safe in a URL path segment and a shell word. */
@@ -13,6 +14,17 @@ const ScheduleName = Type.String({ minLength: 1, maxLength: 100, pattern: SCHEDU
 export const TaskTemplateBody = Type.Omit(SubmitBody, ['runAt', 'delay'], { additionalProperties: false });
 export type TaskTemplateBody = Static<typeof TaskTemplateBody>;
 
+const DagParams = Type.Record(Type.String(), Type.String(), { description: 'KEY: value, checked against the DAG\'s declared parameters; keys [A-Za-z_][A-Za-z0-9_]*, at most 64' });
+
+/** A DAG schedule's target: the caller's DAG of this name (newest version at each run) and its run parameters. */
+export const ScheduleDagBody = Type.Object(
+  {
+    name: Type.String({ minLength: 1, maxLength: 100, pattern: DAG_NAME_PATTERN, description: 'the DAG (drover dag apply); each run uses its newest version' }),
+    params: Type.Optional(DagParams),
+  },
+  { additionalProperties: false },
+);
+
 export const ScheduleCreateBody = Type.Object(
   {
     name: ScheduleName,
@@ -21,9 +33,10 @@ export const ScheduleCreateBody = Type.Object(
     overlap: Type.Optional(Type.String({ description: 'allow (default), forbid or replace' })),
     catchup: Type.Optional(Type.String({ description: 'none, latest (default) or all' })),
     maxCatchup: Type.Optional(Type.Integer({ description: 'with catchup all: at most this many missed slots run (default 10, at most 1000)' })),
-    task: TaskTemplateBody,
+    task: Type.Optional(TaskTemplateBody),
+    dag: Type.Optional(ScheduleDagBody),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, description: 'exactly one of task (each run is a task) and dag (each run is a run of that DAG)' },
 );
 export type ScheduleCreateBody = Static<typeof ScheduleCreateBody>;
 
@@ -67,7 +80,8 @@ export const ScheduleSchema = Type.Object({
   lastSlotAt: NullableString,
   createdAt: Type.String(),
   updatedAt: Type.String(),
-  task: TaskTemplateSchema,
+  task: Type.Union([TaskTemplateSchema, Type.Null()], { description: 'what each run creates; null for a DAG schedule' }),
+  dag: Type.Union([Type.Object({ name: Type.String(), params: DagParams }), Type.Null()], { description: 'a DAG schedule\'s DAG and run parameters; null for a task schedule' }),
 });
 
 export const ScheduleRunSchema = Type.Object({
@@ -76,7 +90,40 @@ export const ScheduleRunSchema = Type.Object({
   reason: Type.Union([Type.String({ description: 'why skipped: overlap_forbid, catchup_none, catchup_capped, ...' }), Type.Null()]),
   taskId: NullableString,
   taskState: Type.Union([Type.String({ description: 'the run\'s task\'s current state; null when skipped or the task was removed' }), Type.Null()]),
+  dagRunId: Type.Union([Type.String({ description: 'a DAG schedule\'s run (taskId is then null)' }), Type.Null()]),
+  dagRunState: Type.Union([Type.String({ description: 'that DAG run\'s current state: running, succeeded, failed or cancelled' }), Type.Null()]),
   latenessMs: Type.Union([Type.Integer({ description: 'task created minus slot; null when skipped' }), Type.Null()]),
+  catchup: Type.Union([
+    Type.Object(
+      {
+        skipped: Type.Integer({ description: 'how many slots this catch-up skipped in all (this run is its first or last)' }),
+        exact: Type.Boolean({ description: 'false when counting stopped: at least `skipped` slots' }),
+      },
+      { description: 'on the first and last slot a catch-up skipped (reason catchup_*); null on other runs' },
+    ),
+    Type.Null(),
+  ]),
 });
 
 export const ScheduleEnvelope = Type.Object({ schedule: ScheduleSchema });
+
+/** How many times GET /v1/cron/next lists at most (the CLI's `cron next`, computing locally, allows more). */
+export const CRON_NEXT_MAX_COUNT = 100;
+
+/** GET /v1/cron/next: the same `schedule` and `tz` as a create body, so an error names the same field. */
+export const CronNextQuery = Type.Object(
+  {
+    schedule: Type.String({ minLength: 1, maxLength: 200, description: 'cron expression, as in POST /v1/schedules' }),
+    tz: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'IANA time zone (default UTC)' })),
+    from: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'times strictly after this ISO 8601 time with a zone (default now)' })),
+    count: Type.Optional(Type.Integer({ minimum: 1, maximum: CRON_NEXT_MAX_COUNT, description: `how many, 1..${CRON_NEXT_MAX_COUNT} (default 5)` })),
+  },
+  { additionalProperties: false },
+);
+export type CronNextQuery = Static<typeof CronNextQuery>;
+
+export const CronNextAnswer = Type.Object({
+  schedule: Type.String({ description: 'the expression as it would be stored (trimmed, single spaces)' }),
+  tz: Type.String(),
+  next: Type.Array(Type.String(), { description: 'ascending ISO times (UTC); fewer than count only when the expression has no more times' }),
+});

@@ -190,7 +190,7 @@ export const TokenIdParams = Type.Object({ id: Type.String({ pattern: '^[0-9a-f]
 
 // ---- responses (documented in /openapi.json; also used to serialize fast) ----
 
-const ResultSchema = Type.Union([
+export const ResultSchema = Type.Union([
   Type.Object({
     outcome: Type.String({ description: 'succeeded, failed, timed_out, cancelled, lost, or start_failed (the process could not be started; no retry was used)' }),
     attempt: Type.Integer(),
@@ -227,9 +227,19 @@ export const TaskSchema = Type.Object({
   runAfter: Nullable(Type.String()),
   scheduleId: Nullable(Type.String({ description: 'the cron schedule that created this task (a run of it), else null; may name a deleted schedule' })),
   scheduledAt: Nullable(Type.String({ description: 'the scheduled time (slot) this run is for; null for a task not made by a schedule, or run out of schedule (cron run)' })),
+  dagRunId: Nullable(Type.String({ description: 'the DAG run this task is a step of, else null' })),
+  dagStep: Nullable(Type.String({ description: 'the name of the DAG step this task is, else null' })),
+  skipReason: Nullable(Type.String({ description: 'why a skipped DAG step was skipped: upstream_failed, upstream_skipped or condition_not_met; null unless skipped' })),
   createdAt: Type.String(),
   updatedAt: Type.String(),
   result: ResultSchema,
+  outputs: Type.Union([
+    Type.Record(Type.String(), Type.String(), {
+      description:
+        'What the succeeding attempt wrote to the file named by DROVER_OUTPUT, as KEY=VALUE lines (at most 128 keys, 64 KiB); recorded once, when the task succeeded; null when it wrote none or has not succeeded',
+    }),
+    Type.Null(),
+  ]),
 });
 
 export const AttemptSchema = Type.Object({
@@ -280,6 +290,9 @@ export const TaskSummarySchema = Type.Object({
   runAfter: Nullable(Type.String()),
   scheduleId: Nullable(Type.String({ description: 'the cron schedule that created this task (a run of it), else null; may name a deleted schedule' })),
   scheduledAt: Nullable(Type.String({ description: 'the scheduled time (slot) this run is for; null for a task not made by a schedule, or run out of schedule (cron run)' })),
+  dagRunId: Nullable(Type.String({ description: 'the DAG run this task is a step of, else null' })),
+  dagStep: Nullable(Type.String({ description: 'the name of the DAG step this task is, else null' })),
+  skipReason: Nullable(Type.String({ description: 'why a skipped DAG step was skipped: upstream_failed, upstream_skipped or condition_not_met; null unless skipped' })),
 });
 
 export const RunningAttemptSchema = Type.Object({

@@ -47,9 +47,13 @@ export function taskJson(t: Task, viewer: string) {
     runAfter: iso(t.runAfter),
     scheduleId: t.scheduleId,
     scheduledAt: iso(t.scheduledAt),
+    dagRunId: t.dagRunId,
+    dagStep: t.dagStep,
+    skipReason: t.skipReason,
     createdAt: iso(t.createdAt)!,
     updatedAt: iso(t.updatedAt)!,
     result: t.result,
+    outputs: t.outputs,
   };
 }
 
@@ -102,6 +106,9 @@ export function taskSummaryJson(t: TaskSummary) {
     runAfter: iso(t.runAfter),
     scheduleId: t.scheduleId,
     scheduledAt: iso(t.scheduledAt),
+    dagRunId: t.dagRunId,
+    dagStep: t.dagStep,
+    skipReason: t.skipReason,
   };
 }
 

@@ -32,7 +32,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { errorBody } from './error-handler.js';
 
 /** The dashboard's pages: each answers index.html and the app's router shows the page. */
-export const PAGE_ROUTES = ['/', '/sign-in', '/tasks', '/tasks/:id', '/workers', '/schedules', '/submit'] as const;
+export const PAGE_ROUTES = ['/', '/sign-in', '/tasks', '/tasks/:id', '/workers', '/schedules', '/schedules/new', '/dags', '/dags/:name', '/dag-runs/:id', '/submit'] as const;
 
 /**
  * `web/dist/` of this package, found from this file's place in it

@@ -6,6 +6,7 @@
 import { createHash } from 'node:crypto';
 import { formatDuration, parseDuration } from '../core/duration.js';
 import { InvalidInputError } from '../core/errors.js';
+import { parseIsoInstant } from '../core/iso-instant.js';
 import { DEFAULT_RETRY_POLICY, RETRY_LIMITS } from '../core/retry-policy.js';
 import type { TaskSpec } from '../core/task.js';
 import type { SubmitBody } from './schemas.js';
@@ -108,7 +109,6 @@ export function defaultInterpreter(script: string): string[] {
 
 /** How far ahead a task may be scheduled (runAt / delay). */
 export const MAX_SCHEDULE_AHEAD_MS = 366 * 24 * 3600 * 1000;
-const ISO_WITH_ZONE = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?([Zz]|[+-]\d{2}:?\d{2})$/;
 
 /**
  * When a task submitted with `runAt` or `delay` is released (epoch ms), or
@@ -119,8 +119,8 @@ export function toRunAfter(body: Pick<SubmitBody, 'runAt' | 'delay'>, now: numbe
   if (body.runAt !== undefined && body.delay !== undefined) throw new InvalidInputError('delay', 'give either "runAt" or "delay", not both');
   let at: number | null = null;
   if (body.runAt !== undefined) {
-    const t = ISO_WITH_ZONE.test(body.runAt) ? Date.parse(body.runAt) : NaN;
-    if (!Number.isFinite(t)) throw new InvalidInputError('runAt', `"${body.runAt}" is not an ISO 8601 time with a zone (e.g. 2026-12-01T18:00:00Z or 2026-12-01T19:00:00+01:00)`);
+    const t = parseIsoInstant(body.runAt);
+    if (t === null) throw new InvalidInputError('runAt', `"${body.runAt}" is not an ISO 8601 time with a zone (e.g. 2026-12-01T18:00:00Z or 2026-12-01T19:00:00+01:00)`);
     at = t;
     if (at - now > MAX_SCHEDULE_AHEAD_MS) throw new InvalidInputError('runAt', `must be at most 366 days ahead (got ${body.runAt})`);
   } else if (body.delay !== undefined) {

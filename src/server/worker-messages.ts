@@ -9,9 +9,16 @@ import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { Ajv } from 'ajv';
 import { FENCING_TOKEN_PATTERN } from '../core/ids.js';
 import { LABEL_LIMITS, LOG_LIMITS, MAX_MESSAGES_PER_FRAME, type AgentMessage } from '../core/protocol.js';
+import { OUTPUT_KEY_PATTERN, OUTPUT_LIMITS, taskOutputsProblem } from '../core/task-outputs.js';
 
-/** Largest frame the server accepts from an agent (a log chunk is 64 KiB, base64 ≈ 87 KiB). */
-export const MAX_AGENT_FRAME_BYTES = 256 * 1024;
+/**
+ * Largest frame the server accepts from an agent. A log chunk is 64 KiB
+ * (base64 ≈ 87 KiB); the largest is an `exit` with outputs: 64 KiB of
+ * KEY=VALUE text can take up to 6 times that as JSON (a control character
+ * is written \u0001), about 390 KiB, and a valid report must never be
+ * refused (the agent would resend it after every reconnect).
+ */
+export const MAX_AGENT_FRAME_BYTES = 512 * 1024;
 /** Most attempts one hello or heartbeat may list (slots are capped at 1024; unacked ends add some). */
 export const MAX_LISTED_ATTEMPTS = 4096;
 export const WORKER_ID_PATTERN = '^[A-Za-z0-9._:-]{1,100}$';
@@ -63,6 +70,14 @@ const Exit = Type.Object(
     signal: Type.Union([Text(32), Type.Null()]),
     error: Type.Union([Text(4096), Type.Null()]),
     durationMs: Type.Number({ minimum: 0, maximum: 1e13 }),
+    // The shape here; the rules a schema cannot state (keys compared ignoring case, the
+    // size as a file) in checkMessage, with core/task-outputs.ts, as the agent applied them.
+    outputs: Type.Optional(
+      Type.Record(Type.String({ pattern: OUTPUT_KEY_PATTERN }), Type.String({ maxLength: OUTPUT_LIMITS.maxBytes }), {
+        maxProperties: OUTPUT_LIMITS.maxKeys,
+        additionalProperties: false,
+      }),
+    ),
   },
   closed,
 );
@@ -115,6 +130,14 @@ function checkMessage(v: unknown): AgentMessage | string {
     const e = validate.errors?.[0];
     const field = e ? `${type}${e.instancePath.replace(/\//g, '.')}` : type;
     return `${field}: ${e?.message ?? 'invalid'}${e?.params && 'additionalProperty' in e.params ? ` (${String(e.params.additionalProperty).slice(0, 40)})` : ''}`;
+  }
+  if (type === 'exit') {
+    const m = v as Extract<AgentMessage, { type: 'exit' }>;
+    if (m.outputs !== undefined) {
+      if (m.outcome !== 'succeeded') return `exit.outputs: only an exit with outcome succeeded carries outputs (got ${m.outcome})`;
+      const problem = taskOutputsProblem(m.outputs);
+      if (problem) return `exit.outputs: ${problem}`;
+    }
   }
   return v as AgentMessage;
 }

@@ -31,6 +31,7 @@ import type { AttemptEndResult, Claim, NewLogChunk, Store, WorkerRecord } from '
 import type { Principal } from './auth.js';
 import { MAX_CLAIMS_PER_ROUND, type Logger, type Scheduler, type WorkerLink } from './scheduler.js';
 import { parseAgentFrame, type HelloMessage } from './worker-messages.js';
+import { closeReason } from './close-reason.js';
 
 const HELLO_TIMEOUT_MS = 10_000;
 /** Messages waiting to be handled before the socket is paused. */
@@ -41,6 +42,7 @@ type ReportMsg = Extract<AgentMessage, { type: 'log' | 'exit' | 'started' }>;
 
 /** Close codes (4000-4999 are the application's). */
 const CLOSE_PROTOCOL = 4002;
+
 const CLOSE_REFUSED = 4003;
 const CLOSE_OTHER = 4000;
 
@@ -142,7 +144,7 @@ export class WorkerSession implements WorkerLink {
   close(reason: string, code = CLOSE_OTHER): void {
     // What was sent before the close goes first.
     this.flushOutbox();
-    if (this.ws.readyState === this.ws.OPEN || this.ws.readyState === this.ws.CONNECTING) this.ws.close(code, reason.slice(0, 120));
+    if (this.ws.readyState === this.ws.OPEN || this.ws.readyState === this.ws.CONNECTING) this.ws.close(code, closeReason(reason));
   }
 
   private protocolError(reason: string): void {
@@ -356,7 +358,8 @@ export class WorkerSession implements WorkerLink {
     const requests = mine.map((m) => ({
       attemptId: m.attemptId,
       fencingToken: m.fencingToken,
-      end: { outcome: m.outcome, exitCode: m.exitCode, signal: m.signal, error: m.error, durationMs: Math.round(m.durationMs) },
+      // outputs: validated with the frame (worker-messages.ts); the store records them only if the task succeeds now.
+      end: { outcome: m.outcome, exitCode: m.exitCode, signal: m.signal, error: m.error, durationMs: Math.round(m.durationMs), outputs: m.outputs ?? null },
       actor,
       guard: { workerId: this.workerId },
     }));

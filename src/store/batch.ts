@@ -108,8 +108,12 @@ export function newWaitingTask(
     createdAt: now,
     updatedAt: now,
     result: null,
+    outputs: null,
     scheduleId: slot === null ? null : slot.scheduleId,
     scheduledAt: slot === null ? null : slot.scheduledAt,
+    dagRunId: null,
+    dagStep: null,
+    skipReason: null,
   };
 }
 
@@ -121,15 +125,18 @@ export function newWaitingTask(
  * priority, labels, requires, cwd; the JSON columns as their stored text),
  * then the item's runAfter (null: released at once), the `submitted` event's
  * detail as JSON text (null: none), its schedule id and its slot (null: not a
- * schedule's run).
+ * schedule's run), and, only for a task that names its own `owner` (a
+ * schedule's run: store/schedules.ts SlotTask), that owner.
  */
-export function batchRowsJson(tasks: readonly NewTask[]): string {
+export function batchRowsJson(tasks: ReadonlyArray<NewTask & { owner?: string }>): string {
   return JSON.stringify(
-    tasks.map(({ id, spec, runAfter, slot, detail }) => {
+    tasks.map(({ id, spec, runAfter, slot, detail, owner }) => {
       const p = taskSpecParams(spec);
       const d = submittedDetail(runAfter, detail);
-      return [id, p.name, p.kind, p.command, p.args, p.script, p.interpreter, p.env, p.timeout_ms, p.max_retries, p.retry_base_delay_ms, p.retry_factor, p.retry_max_delay_ms, p.priority, p.labels, p.requires, p.cwd, runAfter ?? null,
+      const row = [id, p.name, p.kind, p.command, p.args, p.script, p.interpreter, p.env, p.timeout_ms, p.max_retries, p.retry_base_delay_ms, p.retry_factor, p.retry_max_delay_ms, p.priority, p.labels, p.requires, p.cwd, runAfter ?? null,
         d === null ? null : JSON.stringify(d), slot?.scheduleId ?? null, slot?.scheduledAt ?? null];
+      if (owner !== undefined) row.push(owner);
+      return row;
     }),
   );
 }

@@ -7,6 +7,7 @@
  */
 import type { Attempt, AttemptState, LogChunk, Task, TaskEvent, TaskResult, TaskSpec } from '../core/task.js';
 import { TASK_STATES, type TaskState, type TransitionReason } from '../core/task-state.js';
+import type { TaskOutputs } from '../core/task-outputs.js';
 import type { Role, TokenRecord } from './tokens.js';
 import type { MinuteStat, RunningAttemptView, TaskSummary } from './task-views.js';
 import type { WebSessionRecord } from './web-sessions.js';
@@ -45,6 +46,11 @@ export interface TaskRow {
   updated_at: number;
   schedule_id: string | null;
   scheduled_at: number | null;
+  dag_run_id: string | null;
+  dag_step: string | null;
+  skip_reason: string | null;
+  /** JSON object of string → string (schema v10); NULL when the task wrote none. */
+  outputs: string | null;
 }
 
 export interface AttemptRow {
@@ -131,6 +137,9 @@ export interface TaskSummaryRow {
   outcome: string | null;
   schedule_id: string | null;
   scheduled_at: number | null;
+  dag_run_id: string | null;
+  dag_step: string | null;
+  skip_reason: string | null;
 }
 
 export interface RunningAttemptRow {
@@ -213,8 +222,12 @@ export function taskFromRow(r: TaskRow): Task {
     createdAt: r.created_at,
     updatedAt: r.updated_at,
     result: r.result === null ? null : (JSON.parse(r.result) as TaskResult),
+    outputs: r.outputs ? (JSON.parse(r.outputs) as TaskOutputs) : null,
     scheduleId: r.schedule_id ?? null,
     scheduledAt: r.scheduled_at ?? null,
+    dagRunId: r.dag_run_id ?? null,
+    dagStep: r.dag_step ?? null,
+    skipReason: (r.skip_reason ?? null) as Task['skipReason'],
   };
 }
 
@@ -301,6 +314,9 @@ export function taskSummaryFromRow(r: TaskSummaryRow): TaskSummary {
     runAfter: r.run_after,
     scheduleId: r.schedule_id ?? null,
     scheduledAt: r.scheduled_at ?? null,
+    dagRunId: r.dag_run_id ?? null,
+    dagStep: r.dag_step ?? null,
+    skipReason: (r.skip_reason ?? null) as TaskSummary['skipReason'],
     createdAt: r.created_at,
     updatedAt: r.updated_at,
   };
@@ -349,7 +365,11 @@ export interface ScheduleRow {
   overlap: string;
   catchup: string;
   max_catchup: number;
+  /** The TaskSpec as JSON; JSON null for a DAG schedule. */
   template: string;
+  /** A DAG schedule's DAG name and parameters (JSON object); both NULL for a task schedule. */
+  dag_name: string | null;
+  dag_params: string | null;
   /** SQLite: 0 | 1; PostgreSQL: BOOLEAN. */
   paused: number | boolean;
   next_fire_at: number | null;
@@ -369,6 +389,8 @@ export function scheduleSpecParams(spec: ScheduleSpec) {
     catchup: spec.catchup,
     max_catchup: spec.maxCatchup,
     template: JSON.stringify(spec.template),
+    dag_name: spec.dag?.name ?? null,
+    dag_params: spec.dag ? JSON.stringify(spec.dag.params) : null,
   };
 }
 
@@ -383,6 +405,7 @@ export function scheduleFromRow(r: ScheduleRow): ScheduleRecord {
     catchup: r.catchup as ScheduleRecord['catchup'],
     maxCatchup: r.max_catchup,
     template: JSON.parse(r.template) as ScheduleRecord['template'],
+    dag: r.dag_name === null ? null : { name: r.dag_name, params: JSON.parse(r.dag_params ?? '{}') as Record<string, string> },
     paused: r.paused === true || r.paused === 1,
     nextFireAt: r.next_fire_at,
     lastSlotAt: r.last_slot_at,
@@ -400,7 +423,12 @@ export interface ScheduleRunRow {
   reason: string | null;
   task_id: string | null;
   task_state: string | null;
+  dag_run_id: string | null;
+  dag_run_state: string | null;
   at: number;
+  catchup_count: number | null;
+  /** 0/1 on SQLite, boolean on PostgreSQL. */
+  catchup_exact: number | boolean | null;
 }
 
 export function scheduleRunFromRow(r: ScheduleRunRow): ScheduleRun {
@@ -411,6 +439,9 @@ export function scheduleRunFromRow(r: ScheduleRunRow): ScheduleRun {
     reason: r.reason,
     taskId: r.task_id,
     taskState: r.task_state as TaskState | null,
+    dagRunId: r.dag_run_id,
+    dagRunState: r.dag_run_state as ScheduleRun['dagRunState'],
     at: r.at,
+    catchup: r.catchup_count === null ? null : { count: r.catchup_count, exact: r.catchup_exact === true || r.catchup_exact === 1 },
   };
 }

@@ -6,6 +6,7 @@
  * State changes follow core/task-state.ts and write one event row each.
  */
 import type { AttemptStore } from './attempts.js';
+import type { DagStore } from './dags.js';
 import type { FeedStore } from './feed.js';
 import type { TaskViewStore } from './task-views.js';
 import type { WebSessionStore } from './web-sessions.js';
@@ -28,6 +29,7 @@ export type { MinuteStat, RunningAttemptView, TaskSummary, TaskSummaryPage, Task
 export type { WebSessionRecord, WebSessionStore } from './web-sessions.js';
 export type { FireLeader, FireRequest, FireResult, ScheduleFilter, SchedulePage, ScheduleRecord, ScheduleRun, ScheduleSpec, ScheduleStore, SkipReason } from './schedules.js';
 export type { AttemptOutcome } from '../core/task.js';
+export type { DagCancelResult, DagFilter, DagRecord, DagRunFilter, DagRunPage, DagRunRecord, DagRunStep, DagStore, DagSummary, StartDagRun } from './dags.js';
 
 export interface StoreCapabilities {
   /** Several servers may share this store (PostgreSQL); false for SQLite (one server per file). */
@@ -48,10 +50,9 @@ export interface StoreCapabilities {
 /**
  * The whole store: one interface per concern (tokens.ts, tasks.ts,
  * attempts.ts, logs.ts, workers.ts, leadership.ts, feed.ts, task-views.ts,
- * web-sessions.ts, schedules.ts), each implemented once per
+ * web-sessions.ts, schedules.ts, dags.ts), each implemented once per
  * backend in its own file (sqlite/, postgres/), plus the lifecycle here.
- * Later features (DAG runs, services, artifacts) add their own
- * interface and files.
+ * Later features (services, artifacts) add their own interface and files.
  */
 export interface Store
   extends TokenStore,
@@ -63,7 +64,8 @@ export interface Store
     FeedStore,
     TaskViewStore,
     WebSessionStore,
-    ScheduleStore {
+    ScheduleStore,
+    DagStore {
   readonly capabilities: StoreCapabilities;
 
   /**
@@ -74,10 +76,11 @@ export interface Store
    * Which changes signal what (both stores; checked by the contract suite):
    *   createTask (when created), retryTask, promoteDue (each id)  → wake + task
    *   createTasks (when created)  → wake (once)
-   *   fireSchedule (when it created a task)  → wake (once)
+   *   fireSchedules / fireSchedule (when it created a task)  → wake (once)
    *   endAttempt      → task (+ wake when the task is, or stays, waiting)
    *   claimNext, appendLogs (when stored)  → task
    *   cancelTask      → task (+ cancel when an attempt was running)
+ *   a DAG step released by a run's progress (start, an end, a cancel, a retry) → wake + task; skipped → task
    *   requestDrain    → drain
    */
   onSignal(listener: (signal: StoreSignal) => void): () => void;

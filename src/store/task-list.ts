@@ -136,7 +136,7 @@ export function pageOf<T extends { id: string }>(rows: T[], limit: number): { it
  */
 export function summaryColumns(resultError: string, resultOutcome = 'NULL'): string {
   return `t.id, t.owner, t.name, t.kind, t.state, t.priority, t.attempts, t.retries_used, t.run_after, t.created_at, t.updated_at,
-  t.schedule_id, t.scheduled_at,
+  t.schedule_id, t.scheduled_at, t.dag_run_id, t.dag_step, t.skip_reason,
   a.worker_id, a.started_at, a.ended_at, a.duration_ms, a.exit_code, a.signal,
   CASE WHEN t.result IS NOT NULL AND t.state IN ('succeeded', 'failed', 'cancelled') THEN ${resultError} ELSE a.error END AS error,
   CASE WHEN t.result IS NOT NULL AND t.state IN ('succeeded', 'failed', 'cancelled') THEN ${resultOutcome}

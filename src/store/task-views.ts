@@ -4,6 +4,7 @@
  * tasks, per-minute activity, running attempts per worker. All indexed: the
  * query-plan tests (test/store/query-plans.test.ts) check each one.
  */
+import type { SkipReason } from '../core/dag/release.js';
 import type { TaskState } from '../core/task-state.js';
 import type { AttemptOutcome } from '../core/task.js';
 import type { TaskFilter } from './tasks.js';
@@ -35,6 +36,10 @@ export interface TaskSummary {
   /** The schedule whose run this is and its slot (core/task.ts Task.scheduleId, scheduledAt). */
   scheduleId: string | null;
   scheduledAt: number | null;
+  /** The DAG run and step this task is (core/task.ts Task.dagRunId, dagStep, skipReason). */
+  dagRunId: string | null;
+  dagStep: string | null;
+  skipReason: SkipReason | null;
   createdAt: number;
   updatedAt: number;
 }

@@ -34,6 +34,13 @@
  *             - without a kill (batch contract): the rest of the group gets
  *               SIGKILL at once. A batch task ends when its leader exits;
  *               background children it left behind do not outlive it.
+ *   outputs   once the group is gone and the pipes are closed, after a
+ *             leader's exit 0 without a kill: the work dir's
+ *             DROVER_OUTPUT file is read (output-file.ts: no link followed,
+ *             regular files only, bounded) and parsed (core/task-outputs.ts):
+ *             its keys go in the result; a file that breaks the rules makes
+ *             the outcome `failed` with an error naming the line, and the exit
+ *             code stays 0. Any other end ignores the file.
  *   ended     leader exited, group empty (kill(-pgid, 0) fails with ESRCH),
  *             both pipes closed. Only then does `result` resolve, so the
  *             caller's exit report follows every log byte. The work dir's
@@ -65,6 +72,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { cwdProblemMessage, startFailureMessage } from '../core/start-failure.js';
 import { LOG_LIMITS, type AgentMessage, type AssignedAttempt } from '../core/protocol.js';
 import { LogPump } from './log-pump.js';
+import { readOutputFile } from './output-file.js';
 import { silentLogger, type Logger } from './logger.js';
 import { groupAlive, signalGroup } from './process-group.js';
 import { createWorkDir, removeWorkDir, writeScript, type WorkDir } from './work-dir.js';
@@ -78,7 +86,8 @@ export type AttemptSpec = Pick<AssignedAttempt, 'taskId' | 'number' | 'command' 
 export type KillReason = 'timed_out' | 'cancelled' | 'lost';
 
 type ExitReport = Extract<AgentMessage, { type: 'exit' }>;
-export type AttemptResult = Pick<ExitReport, 'outcome' | 'exitCode' | 'signal' | 'error' | 'durationMs'>;
+/** `outputs` only when the attempt succeeded and its DROVER_OUTPUT file held at least one key. */
+export type AttemptResult = Pick<ExitReport, 'outcome' | 'exitCode' | 'signal' | 'error' | 'durationMs' | 'outputs'>;
 
 export interface RunnerOptions {
   /** Parent of the per-attempt work directories. */
@@ -224,7 +233,7 @@ export class AttemptRun {
   }
 
   private async execute(spec: AttemptSpec, wd: WorkDir, { argv, shebang }: Argv): Promise<AttemptResult> {
-    const env = taskEnv(spec, { workDir: wd.dir, outDir: wd.outDir }, this.opts.passEnv);
+    const env = taskEnv(spec, { workDir: wd.dir, outDir: wd.outDir, outputFile: wd.outputFile }, this.opts.passEnv);
     const startedAt = Date.now();
     const spawner: Spawner = pickSpawner(this.opts.spawner, this.log);
     const cwd = spec.cwd ? spec.cwd : wd.dir;
@@ -277,7 +286,12 @@ export class AttemptRun {
 
     const exit = { exitCode: r.code, signal: r.signal, durationMs };
     if (this.killReason) return { outcome: this.killReason, ...exit, error: this.killError };
-    return { outcome: r.code === 0 ? 'succeeded' : 'failed', ...exit, error: null };
+    if (r.code !== 0) return { outcome: 'failed', ...exit, error: null };
+    // Only a success hands on outputs; a file that breaks the rules fails the attempt (retries apply),
+    // keeping the process's own exit code.
+    const out = await readOutputFile(wd);
+    if (out.kind === 'error') return { outcome: 'failed', ...exit, error: out.message };
+    return out.kind === 'outputs' ? { outcome: 'succeeded', ...exit, error: null, outputs: out.outputs } : { outcome: 'succeeded', ...exit, error: null };
   }
 
   /** Waits until no member of the group remains (see the life cycle above). */

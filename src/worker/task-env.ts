@@ -8,8 +8,9 @@
  *      --pass-env NAME`, AgentOptions.passEnv), copied from the agent's
  *      environment when set there;
  *   3. the task's `env`;
- *   4. DROVER_TASK_ID, DROVER_ATTEMPT, DROVER_OUTPUT_DIR (so a task's env
- *      cannot misreport who it is).
+ *   4. DROVER_TASK_ID, DROVER_ATTEMPT, DROVER_OUTPUT_DIR, DROVER_OUTPUT (the
+ *      file for KEY=VALUE outputs, core/task-outputs.ts) (so a task's env
+ *      cannot misreport who it is or redirect what the agent reads).
  * Nothing else of the agent's environment reaches a task: above all not
  * DROVER_TOKEN, the worker token, which would let any task act as the fleet.
  * That name cannot be passed on at all.
@@ -47,7 +48,7 @@ export function passedEnv(names: readonly string[], from: Record<string, string 
 /** The whole environment of one attempt (see the order at the top). */
 export function taskEnv(
   spec: Pick<AttemptSpec, 'taskId' | 'number' | 'env'>,
-  dirs: { workDir: string; outDir: string },
+  dirs: { workDir: string; outDir: string; outputFile: string },
   passed: Readonly<Record<string, string>> = {},
 ): Record<string, string> {
   return {
@@ -59,5 +60,6 @@ export function taskEnv(
     DROVER_TASK_ID: spec.taskId,
     DROVER_ATTEMPT: String(spec.number),
     DROVER_OUTPUT_DIR: dirs.outDir,
+    DROVER_OUTPUT: dirs.outputFile,
   };
 }

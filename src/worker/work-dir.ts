@@ -3,7 +3,9 @@
  *
  * Contract: every attempt gets a fresh directory
  * `<parent>/<taskId>-<attempt>-<random>` that nothing else uses, with an
- * `out` directory inside (exported as DROVER_OUTPUT_DIR). The runner removes
+ * `out` directory inside (exported as DROVER_OUTPUT_DIR), and the path of its
+ * outputs file, `drover-output.env` (exported as DROVER_OUTPUT; not created:
+ * the task writes it if it has outputs, core/task-outputs.ts). The runner removes
  * the whole directory once the attempt has ended, so nothing a task leaves
  * behind outlives it or leaks into a later attempt of the same task. The
  * directory is also the attempt's record for leftovers.ts while it runs.
@@ -11,6 +13,7 @@
 import { chmod, mkdir, mkdtemp, rm, rmdir, unlink, writeFile } from 'node:fs/promises';
 import { mkdirSync, mkdtempSync, rmdirSync, statfsSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
+import { OUTPUT_FILE_NAME } from '../core/task-outputs.js';
 
 /** Where an inline script is written inside the work dir. */
 const SCRIPT_FILE = '.drover-script';
@@ -20,6 +23,10 @@ export interface WorkDir {
   readonly dir: string;
   /** DROVER_OUTPUT_DIR. */
   readonly outDir: string;
+  /** DROVER_OUTPUT: `<dir>/drover-output.env`, absolute; does not exist when the attempt starts. */
+  readonly outputFile: string;
+  /** Set by the runner when it found the outputs file (its removal is then part of the fast path). */
+  outputFileSeen?: boolean;
   /** Set by writeScript. */
   script?: string;
 }
@@ -44,7 +51,7 @@ function safeName(s: string): string {
 const inMemory = new Map<string, boolean>();
 const MEMORY_FS = new Set([0x01021994 /* TMPFS_MAGIC */, 0x858458f6 /* RAMFS_MAGIC */]);
 
-function onMemoryFs(parent: string): boolean {
+export function onMemoryFs(parent: string): boolean {
   let known = inMemory.get(parent);
   if (known === undefined) {
     try {
@@ -67,7 +74,7 @@ export async function createWorkDir(parent: string, taskId: string, attempt: num
       const dir = mkdtempSync(prefix);
       const outDir = path.join(dir, 'out');
       mkdirSync(outDir);
-      return { dir, outDir };
+      return { dir, outDir, outputFile: path.join(dir, OUTPUT_FILE_NAME) };
     } catch {
       // ENOENT (the parent vanished) and the rest: the general path below says what went wrong
     }
@@ -79,7 +86,7 @@ export async function createWorkDir(parent: string, taskId: string, attempt: num
   });
   const outDir = path.join(dir, 'out');
   await mkdir(outDir);
-  return { dir, outDir };
+  return { dir, outDir, outputFile: path.join(dir, OUTPUT_FILE_NAME) };
 }
 
 /**
@@ -102,10 +109,12 @@ export async function removeWorkDir(workDir: WorkDir): Promise<void> {
   try {
     if (onMemoryFs(path.dirname(workDir.dir))) {
       if (workDir.script) unlinkSync(workDir.script);
+      if (workDir.outputFileSeen) unlinkSync(workDir.outputFile);
       rmdirSync(workDir.outDir);
       rmdirSync(workDir.dir);
     } else {
       if (workDir.script) await unlink(workDir.script);
+      if (workDir.outputFileSeen) await unlink(workDir.outputFile);
       await rmdir(workDir.outDir);
       await rmdir(workDir.dir);
     }

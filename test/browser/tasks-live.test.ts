@@ -3,8 +3,8 @@
  * API's message next to a bad field), a task's states arriving live on the
  * Tasks page (each within 1 s of the change in the store, no reload, no
  * layout shift), its detail page's live log, a long log that opens at its
- * end and pages backwards, cancelling a running task, HTML in user data shown
- * as text, and draining a worker.
+ * end and pages backwards, cancelling a running task, HTML in user data (and
+ * in a task's outputs) shown as text, and draining a worker.
  */
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
@@ -239,6 +239,25 @@ describe('browser: tasks, live', () => {
     assert.equal(await page.evaluate(() => (window as unknown as { __xss?: number }).__xss), undefined);
     assert.equal(await page.title(), `${evil} · Drover`);
     await screenshot(page, 'task-detail-html-as-text');
+    assert.deepEqual(tab.problems, []);
+  });
+
+  it('shows a task\'s outputs (DROVER_OUTPUT) as text, HTML included; a task without any says none', async () => {
+    const evil = '<img src=x onerror="window.__xss=3"><b>bold</b> &amp;';
+    const id = await c.api.submit({ name: 'writes-outputs', script: 'printf "rows=42\\nhtml=%s\\n" "$EVIL" > "$DROVER_OUTPUT"', env: { EVIL: evil } });
+    const done = await c.api.waitDone(id);
+    assert.deepEqual(done.task.outputs, { rows: '42', html: evil });
+    await page.goto(`${c.url}/tasks/${id}`);
+    await page.getByTestId('outputs').waitFor();
+    assert.deepEqual(await page.getByTestId('output-value').allInnerTexts(), ['42', evil]);
+    assert.equal(await page.locator('main img, main script, main b').count(), 0);
+    assert.equal(await page.evaluate(() => (window as unknown as { __xss?: number }).__xss), undefined);
+    await screenshot(page, 'task-detail-outputs');
+    const plain = await c.api.submit({ name: 'no-outputs', command: 'true' });
+    await c.api.waitDone(plain);
+    await page.goto(`${c.url}/tasks/${plain}`);
+    await page.locator('#outputs').getByText('None.').waitFor();
+    assert.equal(await page.getByTestId('outputs').count(), 0);
     assert.deepEqual(tab.problems, []);
   });
 

@@ -9,7 +9,12 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { catchupLines } from '../../src/cli/commands/cron-output.js';
+import { parseSchedule } from '../../src/core/cron/schedule.js';
+import { newTaskId } from '../../src/core/ids.js';
+import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { startCluster, type Cluster } from '../e2e/harness.js';
+import { makeSpec } from '../store/contract.js';
 import { runCli } from './fake-api.js';
 
 /** Nothing listens here: a command that reached the network would fail with exit 1, not 2. */
@@ -119,8 +124,8 @@ describe('drover cron against a server', () => {
     const ls = await runCli(['cron', 'ls'], { env });
     assert.equal(ls.code, 0, ls.stderr);
     const lines = ls.stdout.trimEnd().split('\n');
-    assert.match(lines[0]!, /^NAME\s+OWNER\s+SCHEDULE\s+TZ\s+NEXT\s+LAST SLOT\s+OVERLAP\s+CATCHUP\s+STATE$/);
-    assert.match(lines[1]!, /^backup\s+admin\s+0 3 \* \* \*\s+Europe\/Berlin\s+20\S+Z\s+-\s+forbid\s+all \(max 4\)\s+active$/);
+    assert.match(lines[0]!, /^NAME\s+OWNER\s+SCHEDULE\s+TZ\s+RUNS\s+NEXT\s+LAST SLOT\s+OVERLAP\s+CATCHUP\s+STATE$/);
+    assert.match(lines[1]!, /^backup\s+admin\s+0 3 \* \* \*\s+Europe\/Berlin\s+script\s+20\S+Z\s+-\s+forbid\s+all \(max 4\)\s+active$/);
     assert.match(lines[2]!, /^ping\s+admin\s+\*\/10 \* \* \* \* \*\s+UTC\s/);
 
     const show = await runCli(['cron', 'show', 'backup'], { env });
@@ -166,5 +171,63 @@ describe('drover cron against a server', () => {
     const b = await runCli(['cron', 'list'], { env });
     assert.equal(b.code, 2);
     assert.match(b.stderr, /unknown subcommand "cron list"/);
+  });
+
+  it('a capped catch-up is stored with its count: the API returns it on the first and last dropped slot, `cron show` prints a warning', async () => {
+    // A per-second schedule created 20 s ago (through a second connection to the server's file) with
+    // catch-up all, at most 2: the server's next tick finds ~15 missed slots, runs the newest 2, drops the rest.
+    const store = openSqliteStore(join(c.dir, 'drover.db'));
+    let name = '';
+    try {
+      const sched = parseSchedule({ expr: '* * * * * *' });
+      const created = Math.floor(Date.now() / 1000) * 1000 - 20_000;
+      name = 'capped';
+      await store.createSchedule(newTaskId(created), 'admin', { name, expr: sched.expr, tz: sched.tz, overlap: 'allow', catchup: 'all', maxCatchup: 2, template: makeSpec({ name, command: 'true', args: [] }) }, created, created + 1000);
+    } finally {
+      await store.close();
+    }
+    let runs: any[] = [];
+    const deadline = Date.now() + 15_000;
+    while (!(runs = (await c.api.req('GET', `/v1/schedules/${name}`)).body.runs).some((r: any) => r.reason === 'catchup_capped')) {
+      assert.ok(Date.now() < deadline, 'the server fired the schedule');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    await c.api.req('POST', `/v1/schedules/${name}/pause`);
+    runs = (await c.api.req('GET', `/v1/schedules/${name}`)).body.runs;
+    const capped = runs.filter((r: any) => r.reason === 'catchup_capped');
+    assert.equal(capped.length, 2, JSON.stringify(runs));
+    const [last, first] = capped;
+    const dropped = (Date.parse(last.slotAt) - Date.parse(first.slotAt)) / 1000 + 1;
+    assert.ok(dropped >= 5, `${dropped} slots dropped`);
+    for (const r of capped) {
+      assert.deepEqual(r.catchup, { skipped: dropped, exact: true });
+      assert.deepEqual([r.outcome, r.taskId, r.latenessMs], ['skipped', null, null]);
+    }
+    for (const r of runs.filter((x: any) => x.reason !== 'catchup_capped')) assert.equal(r.catchup, null);
+    const show = await runCli(['cron', 'show', name], { env });
+    assert.equal(show.code, 0, show.stderr);
+    const span = `${first.slotAt.replace('.000Z', 'Z')} … ${last.slotAt.replace('.000Z', 'Z')}`;
+    assert.ok(show.stdout.includes(`\nwarning: catch-up capped: ${dropped} missed runs dropped (${span}); only the newest --max-catchup ran\n`), show.stdout);
+  });
+});
+
+describe('cron show: catch-up lines', () => {
+  const run = (slotAt: string, reason: string | null, catchup: { skipped: number; exact: boolean } | null) =>
+    ({ slotAt, outcome: reason ? 'skipped' : 'fired', reason, taskId: null, taskState: null, dagRunId: null, dagRunState: null, latenessMs: null, catchup }) as const;
+  it('pairs a catch-up\'s first and last record, newest first, with thousands separators and lower bounds', () => {
+    const lines = catchupLines([
+      run('2026-01-02T00:00:05.000Z', null, null),
+      run('2026-01-02T00:00:04.000Z', 'catchup_capped', { skipped: 1234, exact: true }),
+      run('2026-01-01T23:40:00.000Z', 'catchup_capped', { skipped: 1234, exact: true }),
+      run('2026-01-01T12:00:00.000Z', 'overlap_forbid', null),
+      run('2026-01-01T11:00:00.000Z', 'catchup_none', { skipped: 1, exact: true }),
+      run('2026-01-01T10:00:00.000Z', 'catchup_latest', { skipped: 2001, exact: false }),
+    ]);
+    assert.deepEqual(lines, [
+      'warning: catch-up capped: 1,234 missed runs dropped (2026-01-01T23:40:00Z … 2026-01-02T00:00:04Z); only the newest --max-catchup ran',
+      'missed: 1 run skipped by --catchup none (2026-01-01T11:00:00Z)',
+      'missed: at least 2,001 runs skipped by --catchup latest, which ran the newest one (… 2026-01-01T10:00:00Z)',
+    ]);
+    assert.deepEqual(catchupLines([run('2026-01-01T10:00:00.000Z', null, null)]), []);
   });
 });

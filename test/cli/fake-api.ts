@@ -98,6 +98,7 @@ export function makeTask(over: Record<string, unknown> = {}) {
     createdAt: new Date(Date.now() - 5000).toISOString(),
     updatedAt: new Date().toISOString(),
     result: null,
+    outputs: null,
     ...over,
   };
 }

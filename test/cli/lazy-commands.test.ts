@@ -87,6 +87,22 @@ describe('CLI start-up loads only what the command needs', () => {
     assert.deepEqual(heavy(r.modules), []);
   });
 
+  it('dag ls: only the dag command\'s modules; the DAG file reader and its YAML parser only for dag apply', async () => {
+    const env = { DROVER_URL: `http://127.0.0.1:${await closedPort()}`, DROVER_TOKEN: 't' };
+    const ls = await runRecorded(['dag', 'ls'], env);
+    assert.equal(ls.code, 1, ls.stderr);
+    assert.match(ls.stderr, /^drover: cannot reach Drover/);
+    assert.deepEqual(commandModules(ls.modules).filter((m) => !m.startsWith('dag')), []);
+    assert.ok(commandModules(ls.modules).includes('dag.js'));
+    assert.ok(!commandModules(ls.modules).includes('dag-file.js'));
+    assert.deepEqual(ls.modules.filter((m) => /\/node_modules\/yaml\//.test(m)), []);
+    assert.deepEqual(heavy(ls.modules), []);
+    const apply = await runRecorded(['dag', 'apply', '-'], env);
+    assert.equal(apply.code, 2, apply.stderr);
+    assert.ok(commandModules(apply.modules).includes('dag-file.js'));
+    assert.deepEqual(heavy(apply.modules), []);
+  });
+
   it('help NAME and NAME --help print the same, from only that command module', async () => {
     const a = await runRecorded(['help', 'worker']);
     const b = await runRecorded(['worker', '--help']);
@@ -130,6 +146,7 @@ describe('commandsToLoad', () => {
     [['-h'], 'all'],
     [['help'], 'all'],
     [['help', 'ls'], ['ls', 'show', 'logs', 'cancel', 'retry']],
+    [['dag', 'show', 'etl', '--version', '2'], ['dag']],
     [['help', 'nope'], 'all'],
     [['ls', '--version'], ['ls', 'show', 'logs', 'cancel', 'retry']],
     [['--url', 'http://x', 'worker', '--slots', '2'], ['worker']],

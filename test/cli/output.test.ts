@@ -124,6 +124,11 @@ describe('safeText: task data made inert for a terminal', () => {
     assert.match(show, /^requires:\s+gpu=\\x1b\[5m$/m);
     // A newline in an argument stays on the field's line.
     assert.match(show, /^run:\s+'rm\\x1b\[8m' 'a\\nb'$/m);
+    // No outputs, no OUTPUTS section; with outputs, one KEY=VALUE a line, each value escaped.
+    assert.doesNotMatch(show, /OUTPUTS/);
+    const withOutputs = formatTaskDetail({ ...detail, task: { ...detail.task, outputs: { rows: '42', EVIL: 'v\x1b[2J\r=x\u202e' } } });
+    assert.doesNotMatch(withOutputs, RAW_CONTROL);
+    assert.match(withOutputs, /\nOUTPUTS\nrows=42\nEVIL=v\\x1b\[2J\\r=x\\u202e\n\nATTEMPTS\n/);
     const workers: WorkerInfo[] = [
       {
         id: 'w1',

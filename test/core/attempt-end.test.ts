@@ -37,8 +37,33 @@ describe('planAttemptEnd', () => {
       lostCount: 0,
       runAfter: null,
       result: { ...end },
+      outputs: null,
       event: { from: 'running', to: 'succeeded', reason: 'attempt_succeeded', detail: { attempt: 1, outcome: 'succeeded', exitCode: 0, signal: null } },
     });
+  });
+
+  it('succeeded with outputs: the plan carries them apart from the result (recorded once, with it)', () => {
+    const end = ending('succeeded', { outputs: { rows: '42', url: 'a=b' } });
+    const plan = planAttemptEnd(running(), end, 0);
+    assert.equal(plan.state, 'succeeded');
+    assert.deepEqual(plan.outputs, { rows: '42', url: 'a=b' });
+    assert.deepEqual(plan.result, { outcome: 'succeeded', attempt: 1, exitCode: 0, signal: null, error: null, durationMs: 40 });
+    assert.ok(!('outputs' in plan.result!), 'outputs are not part of the result');
+    // No key is no outputs.
+    assert.equal(planAttemptEnd(running(), ending('succeeded', { outputs: {} }), 0).outputs, null);
+    assert.equal(planAttemptEnd(running(), ending('succeeded', { outputs: null }), 0).outputs, null);
+  });
+
+  it('outputs are recorded only when the task becomes succeeded now', () => {
+    const outputs = { rows: '42' };
+    // A task cancelled (or retried by hand) while its attempt ran did not succeed: its attempt's outputs are dropped.
+    assert.equal(planAttemptEnd(running({ state: 'cancelled' }), ending('succeeded', { outputs }), 0).outputs, null);
+    assert.equal(planAttemptEnd(running({ state: 'ready' }), ending('succeeded', { outputs }), 0).outputs, null);
+    // Whatever a report of another outcome carries, nothing is recorded (the server refuses such a report anyway).
+    for (const outcome of ['failed', 'timed_out', 'cancelled', 'lost', 'start_failed'] as const) {
+      assert.equal(planAttemptEnd(running(), ending(outcome, { outputs }), 0).outputs, null, outcome);
+      assert.equal(planAttemptEnd(running({ retriesUsed: 3, lostCount: DEFAULT_MAX_LOST }), ending(outcome, { outputs }), 0).outputs, null, `${outcome}, nothing left`);
+    }
   });
 
   it('failed with retries left: retrying after the policy delay from now, no result', () => {
@@ -134,7 +159,7 @@ describe('planAttemptEnd', () => {
     const now = new FakeClock().now();
     const end = ending('cancelled', { signal: 'SIGTERM' });
     const first = planAttemptEnd(running({ state: 'cancelled' }), end, now);
-    assert.deepEqual(first, { state: 'cancelled', retriesUsed: 0, lostCount: 0, runAfter: null, result: { ...end }, event: null });
+    assert.deepEqual(first, { state: 'cancelled', retriesUsed: 0, lostCount: 0, runAfter: null, result: { ...end }, outputs: null, event: null });
     const recorded: TaskResult = { ...end };
     const again = planAttemptEnd(running({ state: 'cancelled', result: recorded }), ending('failed'), now);
     assert.equal(again.result, null);

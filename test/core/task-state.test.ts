@@ -47,6 +47,9 @@ describe('task state machine', () => {
         'cancelled>waiting:manual_retry',
         'failed>ready:manual_retry',
         'cancelled>ready:manual_retry',
+        // DAG steps (core/dag/release.ts, retry-plan.ts)
+        'ready>skipped:step_skipped',
+        'skipped>ready:manual_retry',
       ].sort(),
     );
   });
@@ -96,13 +99,19 @@ describe('task state machine', () => {
     assert.match(new IllegalTransitionError('succeeded', 'waiting', 'manual_retry').message, /succeeded -> waiting \(manual_retry\)/);
   });
 
-  it('has three terminal states; only failed and cancelled leave them, by manual retry', () => {
-    assert.deepEqual([...TERMINAL_STATES].sort(), ['cancelled', 'failed', 'succeeded']);
-    for (const s of TASK_STATES) assert.equal(isTerminal(s), ['succeeded', 'failed', 'cancelled'].includes(s), s);
+  it('has four terminal states; only failed, cancelled and skipped leave them, by manual retry', () => {
+    assert.deepEqual([...TERMINAL_STATES].sort(), ['cancelled', 'failed', 'skipped', 'succeeded']);
+    for (const s of TASK_STATES) assert.equal(isTerminal(s), ['succeeded', 'failed', 'cancelled', 'skipped'].includes(s), s);
     assert.deepEqual(TRANSITIONS.succeeded, {});
     for (const [from, to, reason] of EDGES) {
       if (isTerminal(from)) assert.ok(['waiting', 'ready'].includes(to) && reason === 'manual_retry', `${from}>${to}:${reason}`);
     }
+    // A skipped DAG step goes back to pending only (its run's retry decides it again).
+    assert.deepEqual(TRANSITIONS.skipped, { ready: ['manual_retry'] });
+  });
+
+  it('skips only a pending (ready) task', () => {
+    for (const s of TASK_STATES) assert.equal(canTransition(s, 'skipped', 'step_skipped'), s === 'ready', s);
   });
 
   it('can cancel every non-terminal state', () => {

@@ -102,6 +102,9 @@ const PEOPLE: Role[] = ['user', 'admin'];
 const TASK_BY_ID = { access: PEOPLE, ok: 400 }; // `/v1/tasks/` is GET /v1/tasks/:id with an empty id: 400
 const UNKNOWN_SCHEDULE = 'nosuch';
 const SCHEDULE_BY_NAME = { access: PEOPLE, ok: 400 }; // `/v1/schedules/` is GET /v1/schedules/:name with an empty name: 400
+const UNKNOWN_DAG = 'nosuch';
+const DAG_BY_NAME = { access: PEOPLE, ok: 400 }; // `/v1/dags/` is GET /v1/dags/:name with an empty name: 400
+const DAG_RUN_BY_ID = { access: PEOPLE, ok: 400 }; // `/v1/dag-runs/` is GET /v1/dag-runs/:id with an empty id: 400
 /** An asset of the stand-in build the server is pointed at (DROVER_WEB_DIST). */
 const ASSET = 'app-1a2b3c.js';
 
@@ -130,6 +133,18 @@ const ROUTES: Route[] = [
   { method: 'POST', path: `/v1/schedules/${UNKNOWN_SCHEDULE}/pause`, access: PEOPLE, ok: 404, okWithQuery: 400, trailingSlash: null },
   { method: 'POST', path: `/v1/schedules/${UNKNOWN_SCHEDULE}/resume`, access: PEOPLE, ok: 404, okWithQuery: 400, trailingSlash: null },
   { method: 'POST', path: `/v1/schedules/${UNKNOWN_SCHEDULE}/run`, access: PEOPLE, ok: 404, okWithQuery: 400, trailingSlash: null },
+  // Next fire times of an unsaved expression: without `schedule` (the probe) an allowed caller gets 400, with a foreign query too.
+  { method: 'GET', path: '/v1/cron/next', access: PEOPLE, ok: 400, okWithQuery: 400, trailingSlash: null },
+  // DAGs (issue 12): people only. The apply probe has no step, so an allowed caller gets 400 every time (nothing is stored);
+  // `/v1/dags/` and `/v1/dag-runs/` are the by-name and by-id routes with an empty parameter: 400.
+  { method: 'GET', path: '/v1/dags', access: PEOPLE, ok: 200, okWithQuery: 400, trailingSlash: DAG_BY_NAME },
+  { method: 'POST', path: '/v1/dags', access: PEOPLE, ok: 400, body: { name: 'probe', steps: [] }, trailingSlash: null },
+  { method: 'GET', path: `/v1/dags/${UNKNOWN_DAG}`, access: PEOPLE, ok: 404, okWithQuery: 400, endsWithParam: true, trailingSlash: null },
+  { method: 'POST', path: `/v1/dags/${UNKNOWN_DAG}/runs`, access: PEOPLE, ok: 404, okWithQuery: 400, body: {}, trailingSlash: null },
+  { method: 'GET', path: '/v1/dag-runs', access: PEOPLE, ok: 200, okWithQuery: 400, trailingSlash: DAG_RUN_BY_ID },
+  { method: 'GET', path: `/v1/dag-runs/${UNKNOWN_TASK}`, access: PEOPLE, ok: 404, endsWithParam: true, trailingSlash: null },
+  { method: 'POST', path: `/v1/dag-runs/${UNKNOWN_TASK}/cancel`, access: PEOPLE, ok: 404, trailingSlash: null },
+  { method: 'POST', path: `/v1/dag-runs/${UNKNOWN_TASK}/retry`, access: PEOPLE, ok: 404, trailingSlash: null },
   // The API's shape is public: the document and its rendered reference page (with its stylesheet).
   { method: 'GET', path: '/openapi.json', access: 'public', ok: 200, trailingSlash: null },
   { method: 'GET', path: '/docs/api', access: 'public', ok: 200, word: 1, trailingSlash: null },
@@ -148,7 +163,12 @@ const ROUTES: Route[] = [
   { method: 'GET', path: '/sign-in', access: 'public', ok: 200, trailingSlash: null },
   { method: 'GET', path: '/tasks', access: 'public', ok: 200, trailingSlash: { access: 'public', ok: 200 } },
   { method: 'GET', path: '/schedules', access: 'public', ok: 200, trailingSlash: null },
+  { method: 'GET', path: '/schedules/new', access: 'public', ok: 200, word: 1, trailingSlash: null },
   { method: 'GET', path: `/tasks/${UNKNOWN_TASK}`, access: 'public', ok: 200, word: 1, endsWithParam: true, semicolonOk: 200, trailingSlash: null },
+  // The DAG pages; `/dags/` is the page `/dags/:name` with an empty name (the app shows "not found"), like `/tasks/`.
+  { method: 'GET', path: '/dags', access: 'public', ok: 200, trailingSlash: { access: 'public', ok: 200 } },
+  { method: 'GET', path: '/dags/nosuch', access: 'public', ok: 200, word: 1, endsWithParam: true, semicolonOk: 200, trailingSlash: null },
+  { method: 'GET', path: `/dag-runs/${UNKNOWN_TASK}`, access: 'public', ok: 200, word: 1, endsWithParam: true, semicolonOk: 200, trailingSlash: null },
   // `;x=1` joins the file name, which the asset route refuses: 404 from the route, not "no route".
   { method: 'GET', path: `/assets/${ASSET}`, access: 'public', ok: 200, word: 1, endsWithParam: true, semicolonOk: 404, trailingSlash: null },
 ];
@@ -173,16 +193,20 @@ function spellings(r: Route): Spelling[] {
   const word = r.word ?? (segs.length > 2 ? 2 : 1);
   const hex = (ch: string) => ch.charCodeAt(0).toString(16);
   const withSeg = (i: number, v: string) => segs.map((s, j) => (j === i ? v : s)).join('/');
-  /** The first letter after `from` whose code has a hex letter (k = 6b), encoded with upper-case hex digits (%6B). */
+  /**
+   * The first letter after `from` whose code has a hex letter (k = 6b), encoded with upper-case hex
+   * digits (%6B); null when the path has none (`/v1/dags`: v d a g s are 76 64 61 67 73).
+   */
   const upperHex = (from: number) => {
     const i = [...p].findIndex((ch, j) => j >= from && /[a-z]/i.test(ch) && /[a-f]/.test(hex(ch)));
-    return `${p.slice(0, i)}%${hex(p[i]!).toUpperCase()}${p.slice(i + 1)}`;
+    return i < 0 ? null : `${p.slice(0, i)}%${hex(p[i]!).toUpperCase()}${p.slice(i + 1)}`;
   };
+  const upper = upperHex(1);
   return [
     { name: 'canonical', path: p, match: 'same' },
     // The router decodes these, so they reach the same route, and its access applies.
     { name: 'percent-encoded first letter of the last segment', path: withSeg(last, `%${hex(segs[last]!)}${segs[last]!.slice(1)}`), match: 'same' },
-    { name: 'percent-encoded letter, upper-case hex', path: upperHex(1), match: 'same' },
+    ...(upper !== null ? [{ name: 'percent-encoded letter, upper-case hex', path: upper, match: 'same' as const }] : []),
     { name: 'a whole segment percent-encoded', path: withSeg(word, [...segs[word]!].map((ch) => `%${hex(ch)}`).join('')), match: 'same' },
     { name: 'query string', path: `${p}?next=/v1/workers/connect`, match: 'same', ...(r.okWithQuery !== undefined ? { okOverride: r.okWithQuery } : {}) },
     { name: 'fragment', path: `${p}#/v1/workers/connect`, match: 'same', ...(r.okWithQuery !== undefined ? { okOverride: r.okWithQuery } : {}) },

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { startCluster, type Cluster } from './harness.js';
 
-const SUMMARY_KEYS = ['attempts', 'createdAt', 'durationMs', 'endedAt', 'error', 'exitCode', 'id', 'kind', 'name', 'outcome', 'owner', 'priority', 'retriesUsed', 'runAfter', 'scheduleId', 'scheduledAt', 'signal', 'startedAt', 'state', 'updatedAt', 'workerId'];
+const SUMMARY_KEYS = ['attempts', 'createdAt', 'dagRunId', 'dagStep', 'durationMs', 'endedAt', 'error', 'exitCode', 'id', 'kind', 'name', 'outcome', 'owner', 'priority', 'retriesUsed', 'runAfter', 'scheduleId', 'scheduledAt', 'signal', 'skipReason', 'startedAt', 'state', 'updatedAt', 'workerId'];
 
 describe('e2e: dashboard read APIs (SQLite)', () => {
   let c: Cluster;
@@ -117,7 +117,7 @@ describe('e2e: dashboard read APIs (SQLite)', () => {
     await c.api.waitDone(id);
     const mine = await as(bob)('GET', '/v1/stats/counts');
     assert.equal(mine.status, 200);
-    assert.deepEqual(Object.keys(mine.body.counts).sort(), ['cancelled', 'failed', 'ready', 'retrying', 'running', 'succeeded', 'waiting']);
+    assert.deepEqual(Object.keys(mine.body.counts).sort(), ['cancelled', 'failed', 'ready', 'retrying', 'running', 'skipped', 'succeeded', 'waiting']);
     assert.equal(mine.body.counts.failed, before.counts.failed + 1);
     assert.equal(mine.body.total, before.total + 1);
     assert.equal(mine.body.total, Object.values(mine.body.counts as Record<string, number>).reduce((a, b) => a + b, 0));

@@ -6,7 +6,10 @@
  *
  * How a line is read (the README's own conventions, so no example is rewritten):
  * - `ID` is the id of the task the latest `submit`/`rerun` line printed
- *   (26 Crockford base32 characters, the last one on its stdout).
+ *   (26 Crockford base32 characters, the last one on its stdout); `RUN` the id
+ *   of the DAG run the latest `drover dag run` line printed (the first one).
+ * - A line with a quoted heredoc (`cat > f <<'EOF'`) runs with the lines up to
+ *   its terminator, verbatim, as one example (its comment, if any, on its first line).
  * - `http://127.0.0.1:7070` is the dev's URL (the README shows dev's default
  *   port; the test's dev listens on a free one) and `drv_...` its admin token.
  * - A trailing `# ... exits N` comment is the exit status the line must
@@ -99,6 +102,7 @@ describe('e2e: the README\'s shell examples run as written', () => {
     { name: 'drover rerun', uses: /^drover rerun\b/, probe: async () => /^\s+rerun\b/m.test(help) },
     { name: 'drover login/logout', uses: /^drover (login|logout)\b/, probe: async () => /^\s+login\b/m.test(help) && /^\s+logout\b/m.test(help) },
     { name: 'drover completion', uses: /\bdrover completion\b/, probe: async () => /^\s+completion\b/m.test(help) },
+    { name: 'drover dag', uses: /^drover dag\b/, probe: async () => /^\s+dag\b/m.test(help) },
     {
       name: 'bare-number durations are seconds',
       uses: /--(timeout|in|retry-base|retry-cap) \d+(\s|$)/,
@@ -141,11 +145,29 @@ describe('e2e: the README\'s shell examples run as written', () => {
     rmSync(root, { recursive: true, force: true });
   });
 
-  /** The README's ```sh blocks, as lines (comments kept: they carry the expected status). */
+  /**
+   * The README's ```sh blocks, as lines (comments kept: they carry the expected status); a heredoc
+   * with the lines up to its terminator, joined, as one line (its text kept as written).
+   */
   function exampleLines(): string[] {
     const text = readFileSync(README, 'utf8');
     const lines: string[] = [];
-    for (const m of text.matchAll(/^```sh\n([\s\S]*?)^```$/gm)) for (const l of m[1]!.split('\n')) if (l.trim() && !l.trim().startsWith('#')) lines.push(l);
+    for (const m of text.matchAll(/^```sh\n([\s\S]*?)^```$/gm)) {
+      const block = m[1]!.split('\n');
+      for (let i = 0; i < block.length; i++) {
+        const l = block[i]!;
+        if (!l.trim() || l.trim().startsWith('#')) continue;
+        const heredoc = /<<-?'(\w+)'/.exec(l);
+        if (!heredoc) {
+          lines.push(l);
+          continue;
+        }
+        const end = block.indexOf(heredoc[1]!, i + 1);
+        assert.ok(end > i, `the heredoc of \`${l}\` ends in its block`);
+        lines.push(block.slice(i, end + 1).join('\n'));
+        i = end;
+      }
+    }
     return lines;
   }
 
@@ -157,10 +179,13 @@ describe('e2e: the README\'s shell examples run as written', () => {
 
   it('each example runs against a real drover dev with the documented result', { timeout: 300_000 }, async (t) => {
     let lastId: string | null = null;
+    let lastRun: string | null = null;
     let ran = 0;
-    for (const raw of exampleLines()) {
+    for (const example of exampleLines()) {
+      // A heredoc's text is not searched for a comment: only its first line is.
+      const [raw, ...body] = example.split('\n') as [string, ...string[]];
       const hash = raw.search(/\s#\s/);
-      const line = (hash >= 0 ? raw.slice(0, hash) : raw).trim();
+      const line = [(hash >= 0 ? raw.slice(0, hash) : raw).trim(), ...body].join('\n');
       const comment = hash >= 0 ? raw.slice(hash) : '';
       const skip = SKIP.find((s) => s.pattern.test(line));
       if (skip) {
@@ -173,8 +198,13 @@ describe('e2e: the README\'s shell examples run as written', () => {
         t.diagnostic(`skipped: ${line} (its ID comes from an example skipped above)`);
         continue;
       }
+      if (/^drover .*\bRUN\b/.test(line) && lastRun === null) {
+        t.diagnostic(`skipped: ${line} (its RUN comes from an example skipped above)`);
+        continue;
+      }
       const cmd = line
         .replace(/\bID\b/g, lastId ?? 'ID')
+        .replace(/^(drover .*)\bRUN\b/, (_, before: string) => before + (lastRun ?? 'RUN'))
         .replace(/http:\/\/127\.0\.0\.1:7070/g, url)
         .replace(/drv_\.\.\./g, token);
       const want = Number(/\bexits (\d+)\b/.exec(comment)?.[1] ?? 0);
@@ -186,6 +216,11 @@ describe('e2e: the README\'s shell examples run as written', () => {
         const ids = r.stdout.match(/\b[0-9A-HJKMNP-TV-Z]{26}\b/g);
         if (!/--wait\b/.test(line)) assert.ok(ids, `\`${line}\` printed no task id:\n${r.stdout}`);
         lastId = ids ? ids[ids.length - 1]! : null;
+      }
+      if (/^drover dag run\b/.test(line)) {
+        const run = r.stdout.match(/\b[0-9A-HJKMNP-TV-Z]{26}\b/);
+        assert.ok(run, `\`${line}\` printed no run id:\n${r.stdout}`);
+        lastRun = run[0];
       }
     }
     t.diagnostic(`ran ${ran} example lines`);

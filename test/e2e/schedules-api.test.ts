@@ -3,7 +3,8 @@
  * (defaults, every validation error naming its field, 409 per owner), list,
  * show (next fire times, recent runs with lateness), pause / resume, run now,
  * delete; users see only their own schedules (others' are 404), admins
- * anyone's; GET /v1/tasks?schedule=NAME lists a schedule's runs.
+ * anyone's; GET /v1/tasks?schedule=NAME lists a schedule's runs;
+ * GET /v1/cron/next computes the fire times of an unsaved expression.
  *
  * Firing is the cron service's (not part of this API); where a test needs
  * run records it fires a slot itself through the store's fireSchedule on the
@@ -14,6 +15,7 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { DroverClient } from '../../src/client/client.js';
 import { nextFireTimes } from '../../src/core/cron/next-fire.js';
 import { parseSchedule } from '../../src/core/cron/schedule.js';
 import { newTaskId } from '../../src/core/ids.js';
@@ -164,6 +166,9 @@ describe('schedules API', () => {
   });
 
   it('runs now: a task from the template owned by the schedule\'s owner, listed by GET /v1/tasks?schedule=NAME, its event saying manual', async () => {
+    // Paused, so that no slot fires during the test (a run now works paused or not); one may have fired before.
+    const paused = await alice.req('POST', '/v1/schedules/every-minute/pause');
+    assert.equal(paused.status, 200, paused.text);
     const r = await c.api.req('POST', '/v1/schedules/every-minute/run?owner=alice');
     assert.equal(r.status, 201, r.text);
     const task = r.body.task;
@@ -175,13 +180,15 @@ describe('schedules API', () => {
     assert.equal(submitted.actor, 'user:admin');
     const mine = await alice.req('POST', '/v1/schedules/every-minute/run');
     assert.equal(mine.status, 201);
-    // Runs of the schedule, newest first; tasks not of it are left out.
+    // Runs of the schedule, newest first; tasks not of it are left out. A slot that fired before the pause
+    // added a run with scheduledAt set: only the runs out of schedule are compared.
     await alice.submit({ command: 'true', name: 'every-minute' });
+    const manual = (r: { body: any }) => r.body.tasks.filter((t: any) => t.scheduledAt === null).map((t: any) => t.id);
     const list = await alice.req('GET', '/v1/tasks?schedule=every-minute');
     assert.equal(list.status, 200, list.text);
-    assert.deepEqual(list.body.tasks.map((t: any) => t.id), [mine.body.task.id, task.id]);
+    assert.deepEqual(manual(list), [mine.body.task.id, task.id]);
     const admin = await c.api.req('GET', '/v1/tasks?schedule=every-minute&owner=alice');
-    assert.deepEqual(admin.body.tasks.map((t: any) => t.id), [mine.body.task.id, task.id]);
+    assert.deepEqual(manual(admin), [mine.body.task.id, task.id]);
     assert.equal((await c.api.req('GET', '/v1/tasks?schedule=every-minute')).status, 404, 'the admin\'s own schedule of that name: none');
     assert.equal((await bob.req('GET', '/v1/tasks?schedule=every-minute')).status, 404);
     assert.equal((await bob.req('POST', '/v1/schedules/every-minute/run')).status, 404);
@@ -189,10 +196,10 @@ describe('schedules API', () => {
     assert.equal(bad.status, 400);
     assert.equal(bad.body.error.field, 'schedule');
     // A run now takes no slot: the schedule's plan is unchanged.
-    assert.equal((await alice.req('GET', '/v1/schedules/every-minute')).body.schedule.lastSlotAt, null);
+    assert.equal((await alice.req('GET', '/v1/schedules/every-minute')).body.schedule.lastSlotAt, paused.body.schedule.lastSlotAt);
   });
 
-  it('shows recent runs newest first, fired with their task state and lateness, skipped with the reason', async () => {
+  it('shows recent runs newest first, fired with their task state and lateness, skipped with the reason (and a catch-up\'s count)', async () => {
     const created = await alice.req('POST', '/v1/schedules', { name: 'yearly', schedule: YEARLY, task: { command: 'true' } });
     assert.equal(created.status, 201, created.text);
     const s = created.body.schedule;
@@ -206,7 +213,7 @@ describe('schedules API', () => {
       const slot1 = Date.parse('2020-01-01T00:00:00Z');
       const slot2 = Date.parse('2021-01-01T00:00:00Z');
       const fired = await store.fireSchedule({
-        scheduleId: s.id, leader, expectedLastSlotAt: null, fire: [{ slot: slot2, taskId: newTaskId(now) }], skipped: [{ slot: slot1, reason: 'catchup_capped' }],
+        scheduleId: s.id, leader, expectedLastSlotAt: null, fire: [{ slot: slot2, taskId: newTaskId(now) }], skipped: [{ slot: slot1, reason: 'catchup_capped', catchup: { count: 3, exact: true } }],
         lastSlotAt: slot2, nextFireAt: Date.parse(s.nextFireAt), now: slot2 + 250,
       });
       assert.ok(fired.ok, JSON.stringify(fired));
@@ -218,9 +225,9 @@ describe('schedules API', () => {
     assert.equal(r.body.schedule.lastSlotAt, '2021-01-01T00:00:00.000Z');
     const [a, b] = r.body.runs;
     assert.equal(r.body.runs.length, 2);
-    assert.deepEqual([a.slotAt, a.outcome, a.reason, a.taskState, a.latenessMs], ['2021-01-01T00:00:00.000Z', 'fired', null, 'waiting', 250]);
+    assert.deepEqual([a.slotAt, a.outcome, a.reason, a.taskState, a.latenessMs, a.catchup], ['2021-01-01T00:00:00.000Z', 'fired', null, 'waiting', 250, null]);
     assert.match(a.taskId, /^[0-9A-Z]{26}$/);
-    assert.deepEqual(b, { slotAt: '2020-01-01T00:00:00.000Z', outcome: 'skipped', reason: 'catchup_capped', taskId: null, taskState: null, latenessMs: null });
+    assert.deepEqual(b, { slotAt: '2020-01-01T00:00:00.000Z', outcome: 'skipped', reason: 'catchup_capped', taskId: null, taskState: null, dagRunId: null, dagRunState: null, latenessMs: null, catchup: { skipped: 3, exact: true } });
     const runs = await alice.req('GET', '/v1/tasks?schedule=yearly');
     assert.deepEqual(runs.body.tasks.map((t: any) => t.id), [a.taskId]);
   });
@@ -238,9 +245,70 @@ describe('schedules API', () => {
     assert.equal((await alice.req('POST', '/v1/schedules', { name: 'every-minute', schedule: '@hourly', task: { command: 'true' } })).status, 201);
   });
 
+  it('GET /v1/cron/next: the next fire times of an unsaved expression, as the core computes them; nothing is created', async () => {
+    const q = (params: Record<string, string>) => `/v1/cron/next?${new URLSearchParams(params)}`;
+    // Daylight saving through the API: 02:30 does not exist in New York on 2026-03-08, so that day fires once at 03:00 EDT.
+    const dst = await alice.req('GET', q({ schedule: '30  2 * * *', tz: 'America/New_York', from: '2026-03-07T00:00:00-05:00', count: '3' }));
+    assert.equal(dst.status, 200, dst.text);
+    assert.deepEqual(dst.body, {
+      schedule: '30 2 * * *',
+      tz: 'America/New_York',
+      next: ['2026-03-07T07:30:00.000Z', '2026-03-08T07:00:00.000Z', '2026-03-09T06:30:00.000Z'],
+    });
+    const want = nextFireTimes(parseSchedule({ expr: '30 2 * * *', tz: 'America/New_York' }), Date.parse('2026-03-07T05:00:00Z'), 3).map((t) => new Date(t).toISOString());
+    assert.deepEqual(dst.body.next, want, 'the same times the cron service would fire');
+    // Defaults: UTC, 5 times, after now. A seconds field counts in seconds.
+    const before = Date.now();
+    const secs = await c.api.req('GET', q({ schedule: '*/2 * * * * *' }));
+    assert.equal(secs.status, 200, secs.text);
+    assert.equal(secs.body.tz, 'UTC');
+    const times = secs.body.next.map((t: string) => Date.parse(t));
+    assert.equal(times.length, 5);
+    assert.ok(times[0] > before - 1000 && times[0] <= Date.now() + 2000, secs.body.next[0]);
+    for (let i = 1; i < 5; i++) assert.equal(times[i] - times[i - 1], 2000);
+    assert.equal((await alice.req('GET', q({ schedule: '@daily', count: '100' }))).body.next.length, 100);
+    // The typed client's call: midnight in Shanghai is 16:00 UTC the day before.
+    const client = new DroverClient({ url: c.url, token: alice.token });
+    assert.deepEqual(await client.cronNext({ schedule: '@daily', tz: 'Asia/Shanghai', from: '2026-01-01T00:00:00Z', count: 2 }), {
+      schedule: '@daily',
+      tz: 'Asia/Shanghai',
+      next: ['2026-01-01T16:00:00.000Z', '2026-01-02T16:00:00.000Z'],
+    });
+    const listed = await alice.req('GET', '/v1/schedules');
+    assert.ok(!listed.body.schedules.some((s: any) => s.schedule === '@daily' || s.schedule === '*/2 * * * * *'), 'nothing was created');
+  });
+
+  it('GET /v1/cron/next rejects bad input with 400 naming the field (the same fields as a create body)', async () => {
+    const cases: Array<[string, string, string, RegExp?]> = [
+      ['no expression', '', 'schedule', /required/],
+      ['empty expression', 'schedule=', 'schedule'],
+      ['bad expression', 'schedule=61+*+*+*+*', 'schedule', /minute 61 is out of range/],
+      ['seven fields', `schedule=${encodeURIComponent('0 0 0 1 1 * 2030')}`, 'schedule'],
+      ['never fires', `schedule=${encodeURIComponent('0 0 30 2 *')}`, 'schedule', /never fires/],
+      ['unknown zone', 'schedule=@daily&tz=Mars/Olympus', 'tz', /unknown time zone/],
+      ['offset zone', `schedule=@daily&tz=${encodeURIComponent('+05:00')}`, 'tz'],
+      ['from without a zone', 'schedule=@daily&from=2026-03-08T00:00:00', 'from', /ISO 8601 time with a zone/],
+      ['from not a time', 'schedule=@daily&from=tomorrow', 'from'],
+      ['count 0', 'schedule=@daily&count=0', 'count'],
+      ['count too big', 'schedule=@daily&count=101', 'count'],
+      ['count not a number', 'schedule=@daily&count=five', 'count'],
+      ['expression too long', `schedule=${'1'.repeat(201)}`, 'schedule'],
+      ['unknown parameter', 'schedule=@daily&expr=@daily', 'expr', /unknown field/],
+    ];
+    for (const [label, query, field, reason] of cases) {
+      const r = await alice.req('GET', `/v1/cron/next?${query}`);
+      assert.equal(r.status, 400, `${label}: ${r.text}`);
+      assert.equal(r.body.error.code, 'invalid_input', label);
+      assert.equal(r.body.error.field, field, `${label}: ${r.text}`);
+      if (reason) assert.match(r.body.error.message, reason, label);
+    }
+    assert.equal((await alice.req('GET', '/v1/cron/next?schedule=@daily', undefined, null)).status, 401);
+  });
+
   it('workers may not use the schedule routes', async () => {
     const w = new Api(c.url, c.workerToken);
     assert.equal((await w.req('GET', '/v1/schedules')).status, 403);
     assert.equal((await w.req('POST', '/v1/schedules', { name: 'w', schedule: '@daily', task: { command: 'true' } })).status, 403);
+    assert.equal((await w.req('GET', '/v1/cron/next?schedule=@daily')).status, 403);
   });
 });

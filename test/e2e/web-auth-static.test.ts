@@ -65,7 +65,7 @@ describe('e2e: the dashboard\'s static files', () => {
   });
 
   it('every page route answers index.html, no-cache, with the security headers; HEAD has no body', async () => {
-    for (const path of ['/', '/sign-in', '/tasks', '/tasks/01ARZ3NDEKTSV4RRFFQ69G5FAV', '/tasks/anything', '/workers', '/schedules', '/submit', '/tasks?state=failed&name=x']) {
+    for (const path of ['/', '/sign-in', '/tasks', '/tasks/01ARZ3NDEKTSV4RRFFQ69G5FAV', '/tasks/anything', '/workers', '/schedules', '/schedules/new', '/dags', '/dags/nightly-etl', '/dags/a.b_c-1', '/dag-runs/01ARZ3NDEKTSV4RRFFQ69G5FAV', '/submit', '/tasks?state=failed&name=x']) {
       const r = await rawRequest(c.url, 'GET', path);
       assert.equal(r.status, 200, path);
       assert.equal(r.text, INDEX, path);

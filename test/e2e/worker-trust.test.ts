@@ -104,6 +104,9 @@ describe('e2e: worker trust boundary', () => {
       [{ type: 'exit', attemptId: 1, fencingToken: GUESSED, outcome: 'exploded', exitCode: 0, signal: null, error: null, durationMs: 0 }, /exit\.outcome/],
       [{ type: 'log', attemptId: 1, fencingToken: GUESSED, seq: 0, stream: 'stdout', data: 'A'.repeat(200_000) }, /log\.data/],
       [{ type: 'nonsense' }, /type/],
+      // The reason quotes the unknown key; cut to the close frame's 123 bytes on a character boundary
+      // (cut by characters, this one was longer and ws threw, which ended the whole server).
+      [{ type: 'draining', ['é'.repeat(40)]: 1 }, /^protocol error: draining: must NOT have additional properties \(é+$/],
     ];
     for (const [msg, reason] of cases) {
       const f = await fake(otherWorkerToken);
@@ -148,6 +151,60 @@ describe('e2e: worker trust boundary', () => {
     assert.equal(closed.code, 4002);
     assert.match(closed.reason, /\[1\] exit\.outcome/);
     assert.equal((await c.api.task(a3.attempt.taskId)).task.state, 'running', 'nothing of a refused frame is applied');
+  });
+
+  it('outputs in an exit are stored only as a DROVER_OUTPUT file could give them; a malformed or oversized set closes that session and stores nothing', async () => {
+    // Each case is one task only these fake agents can run (label pool=outputs), one agent per task.
+    const take = async (i: number) => {
+      const f = await fake(otherWorkerToken);
+      f.hello(`outputs-${i}`, { labels: { pool: 'outputs' } });
+      await f.next('welcome');
+      const a = await f.next('assign');
+      const exit = { type: 'exit', attemptId: a.attempt.attemptId, fencingToken: a.attempt.fencingToken, outcome: 'succeeded', exitCode: 0, signal: null, error: null, durationMs: 1 };
+      return { f, a, exit };
+    };
+    const cases: Array<[unknown, RegExp]> = [
+      [{ '1abc': 'x' }, /^protocol error: exit\.outputs: must NOT have additional properties \(1abc\)$/],
+      [{ rows: '1', ROWS: '2' }, /^protocol error: exit\.outputs: key "ROWS" given twice/],
+      [{ a: 'x\u0000' }, /^protocol error: exit\.outputs: value of "a": contains a NUL character$/],
+      [{ a: 'x'.repeat(40_000), b: 'y'.repeat(30_000) }, /^protocol error: exit\.outputs: 70006 bytes as KEY=VALUE lines, over the 65536-byte limit$/],
+      [Object.fromEntries(Array.from({ length: 129 }, (_, i) => [`k${i}`, ''])), /^protocol error: exit\.outputs: must NOT have more than 128 properties$/],
+      [{ a: 'x'.repeat(600_000) }, /^protocol error: frame of \d+ bytes is over the 524288-byte limit$/],
+      // A key of multi-byte characters quoted in the reason: the close frame is cut to 123 bytes, not refused by ws.
+      [{ ['é'.repeat(40)]: 'x' }, /^protocol error: exit\.outputs: must NOT have additional properties \(é+$/],
+    ];
+    const ids: string[] = [];
+    for (let i = 0; i < cases.length + 1; i++) ids.push(await c.api.submit({ command: 'true', requires: { pool: 'outputs' } }));
+    for (const [i, [outputs, reason]] of cases.entries()) {
+      const { f, a, exit } = await take(i);
+      f.send({ ...exit, outputs });
+      const closed = await f.closed();
+      assert.equal(closed.code, 4002, closed.reason);
+      assert.match(closed.reason, reason);
+      assert.ok(Buffer.byteLength(closed.reason) <= 123);
+      const t = await c.api.task(a.attempt.taskId);
+      assert.equal(t.task.outputs, null);
+      assert.notEqual(t.task.state, 'succeeded');
+      assert.ok(!t.events.some((e: any) => e.reason === 'attempt_succeeded'), 'nothing of a refused frame is applied');
+    }
+    // A failed exit carrying outputs is refused too: only a success hands them on.
+    {
+      const { f, exit } = await take(cases.length);
+      f.send({ ...exit, outcome: 'failed', exitCode: 1, outputs: { a: '1' } });
+      assert.match((await f.closed()).reason, /^protocol error: exit\.outputs: only an exit with outcome succeeded carries outputs \(got failed\)$/);
+    }
+    // A valid set is stored and shown as sent, __proto__ (a key like any other) included.
+    const last = await c.api.submit({ command: 'true', requires: { pool: 'outputs' } });
+    const { f, a, exit } = await take(cases.length + 1);
+    const json = JSON.stringify({ ...exit, outputs: { rows: '42', tab: 'a\tb' } }).replace('"outputs":{', '"outputs":{"__proto__":"p",');
+    f.ws.send(json);
+    await f.next('exit_ack', 5_000, (m) => m.attemptId === a.attempt.attemptId);
+    const r = await c.api.req('GET', `/v1/tasks/${a.attempt.taskId}`);
+    assert.equal(r.body.task.state, 'succeeded');
+    assert.ok(r.text.includes('"outputs":{"__proto__":"p","rows":"42","tab":"a\\tb"}'), r.text);
+    assert.ok([...ids, last].includes(a.attempt.taskId));
+    // The server lives on: a real worker still runs a task.
+    assert.equal((await c.api.waitDone(await c.api.submit({ command: 'true' }))).task.state, 'succeeded');
   });
 
   it('a user or admin token cannot open a worker session', async () => {

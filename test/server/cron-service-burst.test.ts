@@ -35,9 +35,12 @@ describe('planBurst', () => {
 
   it('records only the first and last slot catch-up dropped, with the policy reason, and reports the count', () => {
     const b = planBurst(plan([500], { count: 4000, exact: false, firstMs: 1, lastMs: 400 }), 'all', 'allow', false);
-    assert.deepEqual(b.skipped, [{ slot: 1, reason: 'catchup_capped' }, { slot: 400, reason: 'catchup_capped' }]);
+    assert.deepEqual(b.skipped, [
+      { slot: 1, reason: 'catchup_capped', catchup: { count: 4000, exact: false } },
+      { slot: 400, reason: 'catchup_capped', catchup: { count: 4000, exact: false } },
+    ]);
     assert.deepEqual(b.catchup, { count: 4000, exact: false, reason: 'catchup_capped' });
-    assert.deepEqual(planBurst(plan([], { count: 1, firstMs: 7, lastMs: 7 }), 'none', 'allow', false).skipped, [{ slot: 7, reason: 'catchup_none' }]);
+    assert.deepEqual(planBurst(plan([], { count: 1, firstMs: 7, lastMs: 7 }), 'none', 'allow', false).skipped, [{ slot: 7, reason: 'catchup_none', catchup: { count: 1, exact: true } }]);
     assert.equal(planBurst(plan([9], { count: 2, firstMs: 7, lastMs: 8 }), 'latest', 'allow', false).skipped[0]!.reason, 'catchup_latest');
   });
 

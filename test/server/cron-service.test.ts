@@ -3,14 +3,17 @@
  * clock: nothing sleeps; ticks are called directly (start() and its timers
  * are not used here; the e2e test covers them with a real server).
  */
+import type { Task } from '../../src/core/task.js';
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { FakeClock } from '../../src/core/clock.js';
 import { InvalidInputError } from '../../src/core/errors.js';
 import { newTaskId } from '../../src/core/ids.js';
 import { firstFireAfter } from '../../src/core/cron/next-fire.js';
+import { SKIP_COUNT_LIMIT } from '../../src/core/cron/plan-due.js';
 import { parseSchedule } from '../../src/core/cron/schedule.js';
 import { CRON_LEASE, CronService, DEFAULT_CRON_LEASE_TTL_MS } from '../../src/server/cron-service.js';
+import { runScheduleNow } from '../../src/server/schedule-run-now.js';
 import { taskJson, taskSummaryJson } from '../../src/server/serialize.js';
 import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import type { ScheduleRecord, ScheduleSpec, Store } from '../../src/store/store.js';
@@ -48,7 +51,8 @@ describe('cron service (fake clock, SQLite)', () => {
     return store.createSchedule(newTaskId(clock.now()), 'u', spec, clock.now(), firstFireAfter(s, clock.now()));
   }
   const tasksOf = async (s: ScheduleRecord) => (await store.listTasks({ limit: 1000 })).tasks.filter((t) => t.scheduleId === s.id).sort((a, b) => a.scheduledAt! - b.scheduledAt!);
-  const slotsOf = async (s: ScheduleRecord) => (await tasksOf(s)).map((t) => iso(t.scheduledAt!));
+  /** The slots of the schedule's tasks (run-now tasks have none and are left out). */
+  const slotsOf = async (s: ScheduleRecord) => (await tasksOf(s)).filter((t) => t.scheduledAt !== null).map((t) => iso(t.scheduledAt!));
   const runsOf = async (s: ScheduleRecord) => (await store.scheduleRuns(s.id, 1000)).reverse().map((r) => `${iso(r.slotAt)} ${r.outcome}${r.reason ? ` ${r.reason}` : ''}`);
   const at = async (t: number) => {
     clock.set(t);
@@ -103,6 +107,10 @@ describe('cron service (fake clock, SQLite)', () => {
       assert.deepEqual(await slotsOf(s), [iso(T0 + 8 * MIN), iso(T0 + 9 * MIN), iso(T0 + 10 * MIN)]);
       assert.deepEqual((await runsOf(s)).filter((r) => r.includes('skipped')), [`${iso(T0 + MIN)} skipped catchup_capped`, `${iso(T0 + 7 * MIN)} skipped catchup_capped`]);
       assert.ok(warnings.some((w) => /capped/.test(w.msg ?? '')), 'a warning when capped');
+      // The count of dropped slots (00:01-00:07) is stored with both records, not only logged.
+      const stored = (await store.scheduleRuns(s.id, 100)).filter((r) => r.outcome === 'skipped');
+      assert.deepEqual(stored.map((r) => r.catchup), [{ count: 7, exact: true }, { count: 7, exact: true }]);
+      assert.equal((await store.scheduleRuns(s.id, 100)).filter((r) => r.outcome === 'fired' && r.catchup !== null).length, 0);
     });
 
     it('all under the cap: fires every missed slot once, nothing skipped', async () => {
@@ -119,6 +127,8 @@ describe('cron service (fake clock, SQLite)', () => {
       const runs = await store.scheduleRuns(s.id, 1000);
       // Slots 0-5 s old are on time (not missed) and fire under every policy.
       assert.equal(runs.filter((r) => r.outcome === 'skipped').length, 2);
+      // 86,400 + 4 missed slots, counted up to the core's limit: stored as a lower bound.
+      for (const r of runs.filter((x) => x.outcome === 'skipped')) assert.deepEqual(r.catchup, { count: SKIP_COUNT_LIMIT + 1, exact: false });
       assert.ok(runs.filter((r) => r.outcome === 'fired').length <= 6);
     });
 
@@ -172,6 +182,46 @@ describe('cron service (fake clock, SQLite)', () => {
       ]);
       const ev = await store.listEvents(tasks[0]!.id);
       assert.equal(ev[ev.length - 1]!.actor, 'cron');
+    });
+
+    it('forbid sees a run started by "run now" (no slot): the slot is skipped while it is active', async () => {
+      const s = await add('ofm', '* * * * *', { overlap: 'forbid' });
+      const manual = ((await runScheduleNow(store, s, 'u', T0 + 10 * SEC)) as { task: Task }).task;
+      await at(T0 + MIN);
+      assert.deepEqual(await slotsOf(s), []);
+      assert.deepEqual(await runsOf(s), [`${iso(T0 + MIN)} skipped overlap_forbid`]);
+      await store.cancelTask(manual.id, 'u', clock.now());
+      await at(T0 + 2 * MIN);
+      assert.deepEqual(await slotsOf(s), [iso(T0 + 2 * MIN)]);
+    });
+
+    it('replace cancels every active run, slot runs and "run now" ones, before the new run', async () => {
+      const s = await add('orm', '* * * * *', { overlap: 'replace' });
+      await at(T0 + MIN);
+      const manual = [await runScheduleNow(store, s, 'u', T0 + MIN + SEC), await runScheduleNow(store, s, 'u', T0 + MIN + 2 * SEC)].map((m) => (m as { task: Task }).task);
+      await at(T0 + 2 * MIN);
+      const [first, second] = await tasksOf(s).then((ts) => ts.filter((t) => t.scheduledAt !== null));
+      assert.deepEqual([first!.state, second!.state], ['cancelled', 'waiting']);
+      for (const m of manual) {
+        const t = (await store.getTask(m.id))!;
+        assert.equal(t.state, 'cancelled', 'the run-now task was cancelled too');
+        const ev = await store.listEvents(m.id);
+        assert.equal(ev[ev.length - 1]!.actor, 'cron');
+      }
+      assert.deepEqual((await store.activeScheduleRuns([s.id], 10)).map((r) => r.taskId), [second!.id], 'only the new run is active');
+    });
+
+    it('allow does not ask what is running (no overlap read for allow schedules)', async () => {
+      const s = await add('oal', '* * * * *', { overlap: 'allow' });
+      let asked = 0;
+      const counting = Object.assign(Object.create(store) as Store, { activeScheduleRuns: (...a: Parameters<Store['activeScheduleRuns']>) => (asked++, store.activeScheduleRuns(...a)) });
+      const c2 = new CronService(counting, clock, quiet, { holder: 's1' });
+      await runScheduleNow(store, s, 'u', T0 + SEC);
+      clock.set(T0 + MIN);
+      await c2.tick();
+      c2.stop();
+      assert.equal(asked, 0);
+      assert.deepEqual(await slotsOf(s), [iso(T0 + MIN)]);
     });
 
     it('forbid with catch-up all fires only the oldest slot of the burst (the others would overlap it)', async () => {

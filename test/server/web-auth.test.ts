@@ -137,7 +137,7 @@ describe('static files: names, types, pages', () => {
   });
 
   it('the page list is explicit (no catch-all)', () => {
-    assert.deepEqual([...PAGE_ROUTES], ['/', '/sign-in', '/tasks', '/tasks/:id', '/workers', '/schedules', '/submit']);
+    assert.deepEqual([...PAGE_ROUTES], ['/', '/sign-in', '/tasks', '/tasks/:id', '/workers', '/schedules', '/schedules/new', '/dags', '/dags/:name', '/dag-runs/:id', '/submit']);
     for (const p of PAGE_ROUTES) assert.ok(!p.includes('*'), p);
   });
 });

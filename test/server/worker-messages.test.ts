@@ -2,6 +2,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { FRAME_BATCH_CHARS, LABEL_LIMITS, MAX_MESSAGES_PER_FRAME, packFrames, PROTOCOL_VERSION } from '../../src/core/protocol.js';
+import { OUTPUT_LIMITS, outputsFileBytes } from '../../src/core/task-outputs.js';
+import type { AgentMessage } from '../../src/core/protocol.js';
 import { MAX_AGENT_FRAME_BYTES, parseAgentFrame } from '../../src/server/worker-messages.js';
 
 const TOKEN = 'ab'.repeat(16);
@@ -84,5 +86,53 @@ describe('parseAgentFrame', () => {
     refused({ type: 'draining', now: true }, /additional properties/);
     assert.ok(frame({ type: 'started', attemptId: 1, fencingToken: TOKEN, pid: 0 }).ok, 'the noop executor starts no process: pid 0');
     refused({ type: 'started', attemptId: 1, fencingToken: TOKEN, pid: -1 }, /^started\.pid:/);
+  });
+});
+
+describe('parseAgentFrame: the outputs of an exit (DROVER_OUTPUT), re-checked because a worker is not trusted', () => {
+  const ok = (o: Record<string, unknown>) => exit({ outcome: 'succeeded', exitCode: 0, ...o });
+  const accepted = (m: unknown) => {
+    const r = frame(m);
+    assert.ok(r.ok, r.ok ? '' : r.reason);
+    return r.ok ? (r.msgs[0] as Extract<AgentMessage, { type: 'exit' }>) : null;
+  };
+
+  it('accepts what an agent sends: outputs of a succeeded exit, or none', () => {
+    assert.deepEqual(accepted(ok({ outputs: { rows: '42', url: 'a=b', _x: '' } }))?.outputs, { rows: '42', url: 'a=b', _x: '' });
+    assert.equal(accepted(ok({}))?.outputs, undefined);
+    // __proto__ is a key like any other: an own property after JSON.parse, kept as data.
+    const m = parseAgentFrame(Buffer.from(`{"type":"exit","attemptId":1,"fencingToken":"${TOKEN}","outcome":"succeeded","exitCode":0,"signal":null,"error":null,"durationMs":1,"outputs":{"__proto__":"p"}}`), false);
+    assert.ok(m.ok);
+    if (m.ok) assert.deepEqual(Object.entries((m.msgs[0] as { outputs: object }).outputs), [['__proto__', 'p']]);
+  });
+
+  it('a valid report of the largest size fits in a frame, even when JSON escapes every byte of it', () => {
+    // 64 KiB of control characters: each is 6 bytes as JSON (\u0001).
+    const outputs = Object.fromEntries(Array.from({ length: 16 }, (_, i) => [`k${i}`, '\u0001'.repeat(4090)]));
+    assert.ok(outputsFileBytes(outputs) <= OUTPUT_LIMITS.maxBytes);
+    const json = JSON.stringify(ok({ outputs }));
+    assert.ok(json.length > 6 * 60_000 && json.length < MAX_AGENT_FRAME_BYTES, String(json.length));
+    accepted(ok({ outputs }));
+  });
+
+  it('refuses outputs no DROVER_OUTPUT file could have given, naming exit.outputs and the reason', () => {
+    refused(exit({ outcome: 'failed', outputs: { a: '1' } }), /^exit\.outputs: only an exit with outcome succeeded carries outputs \(got failed\)$/);
+    refused(exit({ outcome: 'lost', exitCode: null, outputs: {} }), /^exit\.outputs: only an exit with outcome succeeded/);
+    refused(ok({ outputs: 'rows=42' }), /^exit\.outputs: must be object$/);
+    refused(ok({ outputs: ['a'] }), /^exit\.outputs: must be object$/);
+    refused(ok({ outputs: { '1abc': 'x' } }), /^exit\.outputs: must NOT have additional properties \(1abc\)$/);
+    refused(ok({ outputs: { 'a-b': 'x' } }), /^exit\.outputs: must NOT have additional properties \(a-b\)$/);
+    refused(ok({ outputs: { ['K'.repeat(65)]: 'x' } }), /^exit\.outputs: must NOT have additional properties/);
+    refused(ok({ outputs: { a: 1 } }), /^exit\.outputs\.a: must be string$/);
+    refused(ok({ outputs: { a: null } }), /^exit\.outputs\.a: must be string$/);
+    refused(ok({ outputs: { rows: '1', ROWS: '2' } }), /^exit\.outputs: key "ROWS" given twice \(keys are compared ignoring case\)$/);
+    refused(ok({ outputs: { a: 'x\u0000y' } }), /^exit\.outputs: value of "a": contains a NUL character$/);
+    refused(ok({ outputs: { a: 'two\nlines' } }), /^exit\.outputs: value of "a": contains a newline$/);
+    refused(ok({ outputs: { a: 'x\ud800' } }), /^exit\.outputs: value of "a": not valid UTF-8 text/);
+    refused(ok({ outputs: Object.fromEntries(Array.from({ length: 129 }, (_, i) => [`k${i}`, ''])) }), /^exit\.outputs: must NOT have more than 128 properties$/);
+    refused(ok({ outputs: { a: 'x'.repeat(OUTPUT_LIMITS.maxBytes + 1) } }), /^exit\.outputs\.a: must NOT have more than 65536 characters$/);
+    refused(ok({ outputs: { a: 'x'.repeat(40_000), b: 'y'.repeat(30_000) } }), /^exit\.outputs: 70006 bytes as KEY=VALUE lines, over the 65536-byte limit$/);
+    // Multi-byte text counts in bytes: 40,000 characters of 2 bytes each.
+    refused(ok({ outputs: { a: 'é'.repeat(40_000) } }), /^exit\.outputs: 80003 bytes as KEY=VALUE lines, over the 65536-byte limit$/);
   });
 });

@@ -11,7 +11,7 @@
  * Nothing here sleeps or reads the wall clock.
  */
 import assert from 'node:assert/strict';
-import { afterEach, beforeEach } from 'node:test';
+import { afterEach, beforeEach, it } from 'node:test';
 import { newTaskId } from '../../src/core/ids.js';
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from '../../src/core/retry-policy.js';
 import type { Task, TaskSpec } from '../../src/core/task.js';
@@ -70,10 +70,22 @@ export interface ContractHooks {
   settled?: (store: Store) => Promise<void>;
   /**
    * Opens a second, migrated store on the same database as `store` (another
-   * server's handle: its own pool), for races between servers. Absent where
-   * the backend has one handle per database in these tests (SQLite).
+   * server's handle: its own pool), for races between servers. Absent for
+   * SQLite: one server owns a database file (sqlite/server-lock.ts), so
+   * there are no two servers to race; see raceBetweenServers.
    */
   sibling?: (store: Store) => Promise<Store>;
+}
+
+/**
+ * Registers a race between two servers' store handles where the backend can
+ * have two servers on one database (hooks.sibling: PostgreSQL), and nothing
+ * elsewhere: such a race cannot happen on SQLite, so it is not a skipped
+ * test there but no test at all.
+ */
+export function raceBetweenServers(hooks: ContractHooks, name: string, fn: (sibling: NonNullable<ContractHooks['sibling']>) => Promise<void>): void {
+  const sibling = hooks.sibling;
+  if (sibling) it(name, () => fn(sibling));
 }
 
 /** The outcome fields of an end, as a worker (or for `lost`, the sweeper) reports them. */

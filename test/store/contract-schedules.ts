@@ -8,13 +8,14 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ConflictError } from '../../src/core/errors.js';
+import { ConflictError, InvalidInputError } from '../../src/core/errors.js';
 import { newTaskId } from '../../src/core/ids.js';
-import type { FireRequest, ScheduleRecord, ScheduleSpec, Store } from '../../src/store/store.js';
-import { EXPIRED, Harness, makeSpec, T0, type ContractHooks, type Opened } from './contract-harness.js';
+import { MAX_ACTIVE_QUERY_SCHEDULES, MAX_FIRE_TASKS, SCHEDULE_RUNS_KEPT, SCHEDULE_RUNS_SLACK } from '../../src/store/schedules.js';
+import type { FireRequest, FireResult, ScheduleRecord, ScheduleSpec, Store } from '../../src/store/store.js';
+import { EXPIRED, Harness, makeSpec, T0, type ContractHooks, type Opened, raceBetweenServers } from './contract-harness.js';
 
-const MIN = 60_000;
-const LEADER = 'cron';
+export const MIN = 60_000;
+export const LEADER = 'cron';
 const TTL = 60_000;
 
 function scheduleSpec(o: Partial<ScheduleSpec> = {}): ScheduleSpec {
@@ -26,6 +27,22 @@ function scheduleSpec(o: Partial<ScheduleSpec> = {}): ScheduleSpec {
     catchup: 'latest',
     maxCatchup: 10,
     template: makeSpec({ name: 'backup', command: '/usr/bin/backup', args: ['--all'], env: { A: '1' }, labels: { team: 'ops' } }),
+    ...o,
+  };
+}
+
+/** A fire request of `s` for `slots` by the leader `epoch` of server-a (`o` overrides any field); the contract suites' common shape. */
+export function fireRequest(s: ScheduleRecord, epoch: number, slots: number[], o: Partial<FireRequest> = {}): FireRequest {
+  const last = slots.length > 0 ? Math.max(...slots) : s.lastSlotAt;
+  return {
+    scheduleId: s.id,
+    leader: { name: LEADER, holder: 'server-a', epoch },
+    expectedLastSlotAt: s.lastSlotAt,
+    fire: slots.map((slot) => ({ slot, taskId: newTaskId(T0 + 1) })),
+    skipped: [],
+    lastSlotAt: last,
+    nextFireAt: (last ?? T0) + MIN,
+    now: T0 + 1,
     ...o,
   };
 }
@@ -44,20 +61,6 @@ export function runScheduleContract(name: string, open: Opened, hooks: ContractH
       return epoch;
     }
 
-    function fireReq(s: ScheduleRecord, epoch: number, slots: number[], o: Partial<FireRequest> = {}): FireRequest {
-      const last = slots.length > 0 ? Math.max(...slots) : s.lastSlotAt;
-      return {
-        scheduleId: s.id,
-        leader: { name: LEADER, holder: 'server-a', epoch },
-        expectedLastSlotAt: s.lastSlotAt,
-        fire: slots.map((slot) => ({ slot, taskId: newTaskId(T0 + 1) })),
-        skipped: [],
-        lastSlotAt: last,
-        nextFireAt: (last ?? T0) + MIN,
-        now: T0 + 1,
-        ...o,
-      };
-    }
 
     /** Every task the schedule made, oldest slot first. */
     async function runsOf(scheduleId: string) {
@@ -120,7 +123,7 @@ export function runScheduleContract(name: string, open: Opened, hooks: ContractH
     it('delete removes the schedule and its run records; its tasks stay with their (dangling) schedule id', async () => {
       const s = await create();
       const epoch = await lead();
-      const f = await h.store.fireSchedule(fireReq(s, epoch, [T0 + MIN]));
+      const f = await h.store.fireSchedule(fireRequest(s, epoch, [T0 + MIN]));
       assert.ok(f.ok);
       assert.equal(await h.store.deleteSchedule(s.id), true);
       assert.equal(await h.store.getSchedule(s.id), null);
@@ -152,7 +155,7 @@ export function runScheduleContract(name: string, open: Opened, hooks: ContractH
       const s = await create();
       const epoch = await lead();
       const slots = [T0 + MIN, T0 + 2 * MIN];
-      const f = await h.store.fireSchedule(fireReq(s, epoch, slots));
+      const f = await h.store.fireSchedule(fireRequest(s, epoch, slots));
       assert.ok(f.ok);
       assert.deepEqual(f.alreadyFired, []);
       assert.equal(f.created.length, 2);
@@ -193,11 +196,11 @@ export function runScheduleContract(name: string, open: Opened, hooks: ContractH
     it('the unique key: the same slot fired twice with a correct guard makes one task; the second reports it alreadyFired', async () => {
       const s = await create();
       const epoch = await lead();
-      const first = await h.store.fireSchedule(fireReq(s, epoch, [T0 + MIN]));
+      const first = await h.store.fireSchedule(fireRequest(s, epoch, [T0 + MIN]));
       assert.ok(first.ok);
       // A second firer that re-read the schedule (so its guard holds) and planned the same slot again.
       const reread = (await h.store.getSchedule(s.id))!;
-      const second = await h.store.fireSchedule(fireReq(reread, epoch, [T0 + MIN, T0 + 2 * MIN]));
+      const second = await h.store.fireSchedule(fireRequest(reread, epoch, [T0 + MIN, T0 + 2 * MIN]));
       assert.ok(second.ok);
       assert.deepEqual(second.alreadyFired, [T0 + MIN]);
       assert.deepEqual(second.created.map((t) => t.scheduledAt), [T0 + 2 * MIN]);
@@ -208,7 +211,7 @@ export function runScheduleContract(name: string, open: Opened, hooks: ContractH
       assert.equal((await h.store.listEvents(first.created[0]!.id)).length, 2);
       // A slot listed twice in one call is inserted once.
       const again = (await h.store.getSchedule(s.id))!;
-      const dup = await h.store.fireSchedule(fireReq(again, epoch, [T0 + 3 * MIN, T0 + 3 * MIN]));
+      const dup = await h.store.fireSchedule(fireRequest(again, epoch, [T0 + 3 * MIN, T0 + 3 * MIN]));
       assert.ok(dup.ok);
       assert.equal(dup.created.length, 1);
       assert.deepEqual(dup.alreadyFired, [T0 + 3 * MIN]);
@@ -218,17 +221,17 @@ export function runScheduleContract(name: string, open: Opened, hooks: ContractH
     it('the stale guard: a last slot other than expected, or a paused or missing schedule, changes nothing', async () => {
       const s = await create();
       const epoch = await lead();
-      assert.ok((await h.store.fireSchedule(fireReq(s, epoch, [T0 + MIN]))).ok);
+      assert.ok((await h.store.fireSchedule(fireRequest(s, epoch, [T0 + MIN]))).ok);
       // `s` still says lastSlotAt null: a firer planning from an old read.
-      const stale = await h.store.fireSchedule(fireReq(s, epoch, [T0 + 2 * MIN]));
+      const stale = await h.store.fireSchedule(fireRequest(s, epoch, [T0 + 2 * MIN]));
       assert.deepEqual(stale, { ok: false, reason: 'stale' });
       const now = (await h.store.getSchedule(s.id))!;
       assert.equal(now.lastSlotAt, T0 + MIN);
       assert.equal((await runsOf(s.id)).length, 1);
       await h.store.setPaused(s.id, true, T0, null);
       const paused = (await h.store.getSchedule(s.id))!;
-      assert.deepEqual(await h.store.fireSchedule(fireReq(paused, epoch, [T0 + 2 * MIN])), { ok: false, reason: 'stale' });
-      assert.deepEqual(await h.store.fireSchedule(fireReq({ ...paused, id: '01NOSUCHSCHEDULE0000000000' }, epoch, [T0 + 2 * MIN])), { ok: false, reason: 'stale' });
+      assert.deepEqual(await h.store.fireSchedule(fireRequest(paused, epoch, [T0 + 2 * MIN])), { ok: false, reason: 'stale' });
+      assert.deepEqual(await h.store.fireSchedule(fireRequest({ ...paused, id: '01NOSUCHSCHEDULE0000000000' }, epoch, [T0 + 2 * MIN])), { ok: false, reason: 'stale' });
       assert.equal((await runsOf(s.id)).length, 1);
       assert.deepEqual(await h.store.getSchedule(s.id), paused);
     });
@@ -238,25 +241,25 @@ export function runScheduleContract(name: string, open: Opened, hooks: ContractH
       // server-a leads, then its lease expires and server-b takes it over.
       const epochA = await h.store.acquireLeadershipEpoch(LEADER, 'server-a', T0, EXPIRED);
       assert.ok(epochA !== null);
-      assert.deepEqual(await h.store.fireSchedule(fireReq(s, epochA, [T0 + MIN])), { ok: false, reason: 'not_leader' }, 'expired lease');
+      assert.deepEqual(await h.store.fireSchedule(fireRequest(s, epochA, [T0 + MIN])), { ok: false, reason: 'not_leader' }, 'expired lease');
       const epochB = await h.store.acquireLeadershipEpoch(LEADER, 'server-b', T0, TTL);
       assert.equal(epochB, epochA + 1);
-      assert.deepEqual(await h.store.fireSchedule(fireReq(s, epochA, [T0 + MIN])), { ok: false, reason: 'not_leader' }, 'former leader');
+      assert.deepEqual(await h.store.fireSchedule(fireRequest(s, epochA, [T0 + MIN])), { ok: false, reason: 'not_leader' }, 'former leader');
       // The right holder name with the old epoch, or the wrong holder with the new one: still refused.
       assert.deepEqual(
-        await h.store.fireSchedule(fireReq(s, epochA, [T0 + MIN], { leader: { name: LEADER, holder: 'server-b', epoch: epochA } })),
+        await h.store.fireSchedule(fireRequest(s, epochA, [T0 + MIN], { leader: { name: LEADER, holder: 'server-b', epoch: epochA } })),
         { ok: false, reason: 'not_leader' },
       );
-      assert.deepEqual(await h.store.fireSchedule(fireReq(s, epochB, [T0 + MIN])), { ok: false, reason: 'not_leader' });
+      assert.deepEqual(await h.store.fireSchedule(fireRequest(s, epochB, [T0 + MIN])), { ok: false, reason: 'not_leader' });
       assert.deepEqual(
-        await h.store.fireSchedule(fireReq(s, epochB, [T0 + MIN], { leader: { name: 'other-duty', holder: 'server-b', epoch: epochB } })),
+        await h.store.fireSchedule(fireRequest(s, epochB, [T0 + MIN], { leader: { name: 'other-duty', holder: 'server-b', epoch: epochB } })),
         { ok: false, reason: 'not_leader' },
       );
       assert.equal((await runsOf(s.id)).length, 0);
       assert.deepEqual(await h.store.getSchedule(s.id), s);
       assert.deepEqual(await h.store.scheduleRuns(s.id, 10), []);
       // The current leader fires.
-      const ok = await h.store.fireSchedule(fireReq(s, epochB, [T0 + MIN], { leader: { name: LEADER, holder: 'server-b', epoch: epochB } }));
+      const ok = await h.store.fireSchedule(fireRequest(s, epochB, [T0 + MIN], { leader: { name: LEADER, holder: 'server-b', epoch: epochB } }));
       assert.ok(ok.ok);
       assert.equal(ok.created.length, 1);
     });
@@ -275,14 +278,15 @@ export function runScheduleContract(name: string, open: Opened, hooks: ContractH
       assert.equal(await h.store.acquireLeadershipEpoch('other', 'a', T0, TTL), 1, 'epochs are per lease');
     });
 
-    it('skipped slots are recorded as runs with their reason; scheduleRuns is newest first with task id and state', async () => {
+    it('skipped slots are recorded as runs with their reason (and a catch-up\'s count); scheduleRuns is newest first with task id and state', async () => {
       const s = await create({ overlap: 'forbid', catchup: 'all' });
       const epoch = await lead();
       const f = await h.store.fireSchedule(
-        fireReq(s, epoch, [T0 + 3 * MIN], {
+        fireRequest(s, epoch, [T0 + 3 * MIN], {
           skipped: [
-            { slot: T0 + MIN, reason: 'catchup_capped' },
+            { slot: T0 + MIN, reason: 'catchup_capped', catchup: { count: 4321, exact: false } },
             { slot: T0 + 2 * MIN, reason: 'overlap_forbid' },
+            { slot: T0 + 2 * MIN + 30_000, reason: 'catchup_none', catchup: { count: 1, exact: true } },
           ],
         }),
       );
@@ -290,11 +294,12 @@ export function runScheduleContract(name: string, open: Opened, hooks: ContractH
       const task = f.created[0]!;
       const runs = await h.store.scheduleRuns(s.id, 10);
       assert.deepEqual(
-        runs.map((r) => [r.slotAt, r.outcome, r.reason, r.taskId, r.taskState, r.at, r.scheduleId]),
+        runs.map((r) => [r.slotAt, r.outcome, r.reason, r.taskId, r.taskState, r.at, r.scheduleId, r.catchup]),
         [
-          [T0 + 3 * MIN, 'fired', null, task.id, 'waiting', T0 + 1, s.id],
-          [T0 + 2 * MIN, 'skipped', 'overlap_forbid', null, null, T0 + 1, s.id],
-          [T0 + MIN, 'skipped', 'catchup_capped', null, null, T0 + 1, s.id],
+          [T0 + 3 * MIN, 'fired', null, task.id, 'waiting', T0 + 1, s.id, null],
+          [T0 + 2 * MIN + 30_000, 'skipped', 'catchup_none', null, null, T0 + 1, s.id, { count: 1, exact: true }],
+          [T0 + 2 * MIN, 'skipped', 'overlap_forbid', null, null, T0 + 1, s.id, null],
+          [T0 + MIN, 'skipped', 'catchup_capped', null, null, T0 + 1, s.id, { count: 4321, exact: false }],
         ],
       );
       assert.deepEqual((await h.store.scheduleRuns(s.id, 1)).map((r) => r.slotAt), [T0 + 3 * MIN]);
@@ -303,11 +308,210 @@ export function runScheduleContract(name: string, open: Opened, hooks: ContractH
       assert.equal((await h.store.scheduleRuns(s.id, 1))[0]!.taskState, 'cancelled');
       // A skip recorded again (a retried firing) is not doubled, and a fire-only call with no slots just advances.
       const reread = (await h.store.getSchedule(s.id))!;
-      const again = await h.store.fireSchedule(fireReq(reread, epoch, [], { skipped: [{ slot: T0 + 2 * MIN, reason: 'overlap_forbid' }], lastSlotAt: T0 + 4 * MIN, nextFireAt: T0 + 5 * MIN }));
+      const again = await h.store.fireSchedule(fireRequest(reread, epoch, [], { skipped: [{ slot: T0 + 2 * MIN, reason: 'overlap_forbid' }], lastSlotAt: T0 + 4 * MIN, nextFireAt: T0 + 5 * MIN }));
       assert.ok(again.ok);
       assert.deepEqual(again.created, []);
-      assert.equal((await h.store.scheduleRuns(s.id, 10)).length, 3);
+      assert.equal((await h.store.scheduleRuns(s.id, 10)).length, 4);
       assert.equal((await h.store.getSchedule(s.id))!.lastSlotAt, T0 + 4 * MIN);
+    });
+
+    /** fireReq's request without the lease and the time (a FireBatch item). */
+    function firing(s: ScheduleRecord, slots: number[], o: Partial<FireRequest> = {}) {
+      const { leader: _l, now: _n, ...f } = fireRequest(s, 0, slots, o);
+      return f;
+    }
+
+    it('fireSchedules: each request applied or refused on its own in one call (ok, already fired, stale, paused, missing), tasks owned by their schedule\'s owner', async () => {
+      const a = await create({ name: 'a' }, 'alice');
+      const b = await create({ name: 'b' }, 'bob');
+      const c = await create({ name: 'c' }, 'carol');
+      const p = await create({ name: 'p' }, 'alice');
+      const epoch = await lead();
+      // c already fired its first slot; b's caller planned from an old read; p is paused.
+      assert.ok((await h.store.fireSchedule(fireRequest(c, epoch, [T0 + MIN]))).ok);
+      const c1 = (await h.store.getSchedule(c.id))!;
+      assert.ok((await h.store.fireSchedule(fireRequest(b, epoch, [T0 + MIN]))).ok);
+      await h.store.setPaused(p.id, true, T0, null);
+      const pPaused = (await h.store.getSchedule(p.id))!;
+      const bBefore = (await h.store.getSchedule(b.id))!;
+      const results = await h.store.fireSchedules({
+        leader: { name: LEADER, holder: 'server-a', epoch },
+        now: T0 + 7,
+        requests: [
+          firing(a, [T0 + MIN], { skipped: [{ slot: T0 + 30_000, reason: 'overlap_forbid' }] }),
+          firing(b, [T0 + 2 * MIN]),
+          firing(c1, [T0 + MIN, T0 + 2 * MIN]),
+          firing(pPaused, [T0 + MIN]),
+          firing({ ...a, id: '01NOSUCHSCHEDULE0000000000' }, [T0 + MIN]),
+        ],
+      });
+      assert.equal(results.length, 5);
+      const [ra, rb, rc, rp, rm] = results as [FireResult, FireResult, FireResult, FireResult, FireResult];
+      assert.ok(ra.ok && rc.ok);
+      assert.deepEqual([rb, rp, rm], [{ ok: false, reason: 'stale' }, { ok: false, reason: 'stale' }, { ok: false, reason: 'stale' }]);
+      assert.deepEqual(ra.created.map((t) => [t.owner, t.scheduleId, t.scheduledAt, t.createdAt, t.state]), [['alice', a.id, T0 + MIN, T0 + 7, 'waiting']]);
+      assert.deepEqual(ra.alreadyFired, []);
+      assert.deepEqual(rc.created.map((t) => [t.owner, t.scheduledAt]), [['carol', T0 + 2 * MIN]]);
+      assert.deepEqual(rc.alreadyFired, [T0 + MIN]);
+      for (const t of [...ra.created, ...rc.created]) {
+        assert.deepEqual(await h.store.getTask(t.id), t);
+        assert.deepEqual((await h.store.listEvents(t.id)).map((e) => [e.to, e.actor]), [['ready', 'cron'], ['waiting', 'cron']]);
+      }
+      // Fired schedules advanced, with their run records; the refused ones are untouched.
+      const a2 = (await h.store.getSchedule(a.id))!;
+      assert.deepEqual([a2.lastSlotAt, a2.nextFireAt, a2.version, a2.updatedAt], [T0 + MIN, T0 + 2 * MIN, 2, T0 + 7]);
+      assert.deepEqual(
+        (await h.store.scheduleRuns(a.id, 10)).map((r) => [r.slotAt, r.outcome, r.reason, r.at]),
+        [
+          [T0 + MIN, 'fired', null, T0 + 7],
+          [T0 + 30_000, 'skipped', 'overlap_forbid', T0 + 7],
+        ],
+      );
+      assert.equal((await h.store.getSchedule(c.id))!.lastSlotAt, T0 + 2 * MIN);
+      assert.deepEqual((await runsOf(c.id)).map((t) => t.scheduledAt), [T0 + MIN, T0 + 2 * MIN]);
+      assert.deepEqual(await h.store.getSchedule(b.id), bBefore);
+      assert.deepEqual((await runsOf(b.id)).map((t) => t.scheduledAt), [T0 + MIN]);
+      assert.deepEqual(await h.store.getSchedule(p.id), pPaused);
+      assert.deepEqual(await runsOf(p.id), []);
+      assert.equal((await h.store.countTasksByState('alice')).waiting, 1);
+      assert.equal((await h.store.countTasksByState('carol')).waiting, 2);
+    });
+
+    it('fireSchedules: not the leader refuses the whole batch and changes nothing', async () => {
+      const a = await create({ name: 'a' });
+      const b = await create({ name: 'b' }, 'bob');
+      const epochA = await h.store.acquireLeadershipEpoch(LEADER, 'server-a', T0, EXPIRED);
+      assert.ok(epochA !== null);
+      const epochB = await h.store.acquireLeadershipEpoch(LEADER, 'server-b', T0, TTL);
+      assert.ok(epochB !== null);
+      const batch = { leader: { name: LEADER, holder: 'server-a', epoch: epochA }, now: T0 + 1, requests: [firing(a, [T0 + MIN]), firing(b, [T0 + MIN], { skipped: [{ slot: T0 + 1000, reason: 'catchup_none' }] })] };
+      assert.deepEqual(await h.store.fireSchedules(batch), [{ ok: false, reason: 'not_leader' }, { ok: false, reason: 'not_leader' }]);
+      assert.deepEqual(await h.store.fireSchedules({ ...batch, leader: { name: LEADER, holder: 'server-a', epoch: epochB } }), [
+        { ok: false, reason: 'not_leader' },
+        { ok: false, reason: 'not_leader' },
+      ]);
+      assert.deepEqual([await runsOf(a.id), await runsOf(b.id)], [[], []]);
+      assert.deepEqual([await h.store.scheduleRuns(a.id, 10), await h.store.scheduleRuns(b.id, 10)], [[], []]);
+      assert.deepEqual([await h.store.getSchedule(a.id), await h.store.getSchedule(b.id)], [a, b]);
+      // The holder of the lease fires the same batch.
+      const ok = await h.store.fireSchedules({ ...batch, leader: { name: LEADER, holder: 'server-b', epoch: epochB } });
+      assert.ok(ok.every((r) => r.ok));
+    });
+
+    it('fireSchedules: an empty or oversized batch, or a schedule given twice, is InvalidInputError naming `requests`; nothing changes', async () => {
+      const a = await create({ name: 'a' });
+      const epoch = await lead();
+      const leader = { name: LEADER, holder: 'server-a', epoch };
+      const bad = async (requests: ReturnType<typeof firing>[], why: RegExp) =>
+        assert.rejects(h.store.fireSchedules({ leader, now: T0 + 1, requests }), (e: unknown) => e instanceof InvalidInputError && e.field === 'requests' && why.test(e.message));
+      await bad([], /1\.\.1000 schedules/);
+      await bad([firing(a, [T0 + MIN]), firing(a, [T0 + 2 * MIN])], /given twice/);
+      await bad([firing(a, Array.from({ length: MAX_FIRE_TASKS + 1 }, (_, i) => T0 + (i + 1) * MIN))], /at most 1000/);
+      assert.deepEqual(await runsOf(a.id), []);
+      assert.deepEqual(await h.store.getSchedule(a.id), a);
+    });
+
+    it('fireSchedules: one call fires many schedules (one task per slot, one advance each)', async () => {
+      const made: ScheduleRecord[] = [];
+      for (let i = 0; i < 60; i++) made.push(await create({ name: `m${i}` }, `owner${i % 3}`));
+      const epoch = await lead();
+      const res = await h.store.fireSchedules({ leader: { name: LEADER, holder: 'server-a', epoch }, now: T0 + 1, requests: made.map((s, i) => firing(s, i % 2 === 0 ? [T0 + MIN] : [T0 + MIN, T0 + 2 * MIN])) });
+      assert.equal(res.filter((r) => r.ok).length, 60);
+      for (const [i, s] of made.entries()) {
+        const tasks = await runsOf(s.id);
+        assert.deepEqual(tasks.map((t) => t.scheduledAt), i % 2 === 0 ? [T0 + MIN] : [T0 + MIN, T0 + 2 * MIN]);
+        assert.equal(tasks[0]!.owner, `owner${i % 3}`);
+        assert.equal((await h.store.getSchedule(s.id))!.lastSlotAt, i % 2 === 0 ? T0 + MIN : T0 + 2 * MIN);
+      }
+      assert.equal((await h.store.scheduleRuns(made[1]!.id, 10)).length, 2);
+    });
+
+    it('activeScheduleRuns: every non-terminal run of each schedule, slot or run-now, oldest first, bounded per schedule', async () => {
+      const a = await create({ name: 'a' });
+      const b = await create({ name: 'b' }, 'bob');
+      const c = await create({ name: 'c' });
+      const epoch = await lead();
+      const fa = await h.store.fireSchedule(fireRequest(a, epoch, [T0 + MIN, T0 + 2 * MIN]));
+      const fb = await h.store.fireSchedule(fireRequest(b, epoch, [T0 + MIN]));
+      assert.ok(fa.ok && fb.ok);
+      // A run out of schedule (server/schedule-run-now.ts stores it this way): no slot.
+      const manual = (await h.store.createTasks('alice', [{ id: newTaskId(T0 + 2), spec: a.template!, slot: { scheduleId: a.id, scheduledAt: null } }], 'user:alice', T0 + 2)).tasks[0]!;
+      // b's run ended (cancelled): not active.
+      await h.store.cancelTask(fb.created[0]!.id, 'user:bob', T0 + 3);
+      // a's first run is running: still active; a plain task is nobody's run.
+      const claimed = await h.claim(T0 + 4);
+      assert.equal(claimed.task.id, fa.created[0]!.id);
+      await h.submit();
+      const active = await h.store.activeScheduleRuns([c.id, b.id, a.id, '01NOSUCHSCHEDULE0000000000'], 10);
+      assert.deepEqual(
+        active.map((r) => [r.scheduleId, r.taskId, r.state, r.scheduledAt]),
+        [
+          [a.id, fa.created[0]!.id, 'running', T0 + MIN],
+          [a.id, fa.created[1]!.id, 'waiting', T0 + 2 * MIN],
+          [a.id, manual.id, 'waiting', null],
+        ],
+      );
+      assert.deepEqual((await h.store.activeScheduleRuns([a.id], 2)).map((r) => r.taskId), [fa.created[0]!.id, fa.created[1]!.id], 'at most perSchedule, oldest first');
+      // Ended runs leave the set: succeeded, and cancelled.
+      await h.end(claimed, 'succeeded', T0 + 5);
+      await h.store.cancelTask(manual.id, 'user:alice', T0 + 6);
+      assert.deepEqual((await h.store.activeScheduleRuns([a.id, b.id], 10)).map((r) => r.taskId), [fa.created[1]!.id]);
+      assert.deepEqual(await h.store.activeScheduleRuns([], 10), []);
+    });
+
+    it('activeScheduleRuns: too many ids, or a bad perSchedule, is InvalidInputError naming the field', async () => {
+      await assert.rejects(
+        h.store.activeScheduleRuns(Array.from({ length: MAX_ACTIVE_QUERY_SCHEDULES + 1 }, (_, i) => `s${i}`), 1),
+        (e: unknown) => e instanceof InvalidInputError && e.field === 'scheduleIds',
+      );
+      for (const bad of [0, -1, 1.5]) {
+        await assert.rejects(h.store.activeScheduleRuns(['x'], bad), (e: unknown) => e instanceof InvalidInputError && e.field === 'perSchedule');
+      }
+    });
+
+    it('pruneScheduleRuns keeps the newest SCHEDULE_RUNS_KEPT records of a schedule once it holds SCHEDULE_RUNS_SLACK more, in bounded batches', async () => {
+      const epoch = await lead();
+      /** A schedule with `n` run records (skipped slots, one a minute), recorded by one firing. */
+      const withRuns = async (name: string, n: number) => {
+        const s = await create({ name });
+        const slots = Array.from({ length: n }, (_, i) => T0 + (i + 1) * MIN);
+        const f = await h.store.fireSchedule(fireRequest(s, epoch, [], { skipped: slots.map((slot) => ({ slot, reason: 'overlap_forbid' })), lastSlotAt: slots[n - 1]!, nextFireAt: T0 + (n + 1) * MIN }));
+        assert.ok(f.ok);
+        return { s, slots };
+      };
+      const over = SCHEDULE_RUNS_KEPT + SCHEDULE_RUNS_SLACK;
+      const a = await withRuns('a', over + 50);
+      const b = await withRuns('b', over); // at the limit, not over it
+      const c = await withRuns('c', over + 200);
+      const count = async (id: string) => (await h.store.scheduleRuns(id, 5000)).length;
+      // A record given again (a retried firing) is not counted twice: b stays at the limit.
+      const b1 = (await h.store.getSchedule(b.s.id))!;
+      assert.ok((await h.store.fireSchedule(fireRequest(b1, epoch, [], { skipped: [{ slot: b.slots[0]!, reason: 'overlap_forbid' }], lastSlotAt: b1.lastSlotAt }))).ok);
+
+      // One schedule, at most 100 records: a's oldest 100 (of its 150 over SCHEDULE_RUNS_KEPT).
+      assert.deepEqual(await h.store.pruneScheduleRuns(1, 100), { schedules: 1, deleted: 100 });
+      assert.equal(await count(a.s.id), over - 50);
+      assert.equal((await h.store.scheduleRuns(a.s.id, 5000)).at(-1)!.slotAt, a.slots[100], 'the oldest went first');
+      // a is back under the limit; c is trimmed to SCHEDULE_RUNS_KEPT exactly; b is left alone.
+      assert.deepEqual(await h.store.pruneScheduleRuns(10, 5000), { schedules: 1, deleted: 300 });
+      const kept = await h.store.scheduleRuns(c.s.id, 5000);
+      assert.equal(kept.length, SCHEDULE_RUNS_KEPT);
+      assert.deepEqual([kept[0]!.slotAt, kept.at(-1)!.slotAt], [c.slots.at(-1), c.slots[300]], 'the newest are kept');
+      assert.equal(await count(b.s.id), over);
+      assert.deepEqual(await h.store.pruneScheduleRuns(10, 5000), { schedules: 0, deleted: 0 });
+      // c fires on: counted from what is left, trimmed again once over the limit.
+      const c1 = (await h.store.getSchedule(c.s.id))!;
+      const more = Array.from({ length: SCHEDULE_RUNS_SLACK + 1 }, (_, i) => c.slots.at(-1)! + (i + 1) * MIN);
+      const f = await h.store.fireSchedule(fireRequest(c1, epoch, [more.at(-1)!], { skipped: more.slice(0, -1).map((slot) => ({ slot, reason: 'overlap_forbid' })) }));
+      assert.ok(f.ok);
+      assert.deepEqual(await h.store.pruneScheduleRuns(10, 5000), { schedules: 1, deleted: SCHEDULE_RUNS_SLACK + 1 });
+      const after = await h.store.scheduleRuns(c.s.id, 5000);
+      assert.equal(after.length, SCHEDULE_RUNS_KEPT);
+      assert.equal(after[0]!.taskId, f.ok ? f.created[0]!.id : null, 'the newest run (fired) is kept with its task');
+      // Bad limits name the field.
+      for (const [args, field] of [[[0, 1], 'maxSchedules'], [[1, 0], 'maxPerSchedule'], [[1.5, 1], 'maxSchedules']] as const) {
+        await assert.rejects(h.store.pruneScheduleRuns(args[0], args[1]), (e: unknown) => e instanceof InvalidInputError && e.field === field);
+      }
     });
 
     it('fireSchedule signals wake when it created a task', async () => {
@@ -316,7 +520,7 @@ export function runScheduleContract(name: string, open: Opened, hooks: ContractH
       const seen: string[] = [];
       const off = h.store.onSignal((sig) => seen.push(sig.kind));
       try {
-        assert.ok((await h.store.fireSchedule(fireReq(s, epoch, [T0 + MIN]))).ok);
+        assert.ok((await h.store.fireSchedule(fireRequest(s, epoch, [T0 + MIN]))).ok);
         await new Promise((r) => setTimeout(r, 20));
         assert.ok(seen.includes('wake'), seen.join(','));
       } finally {
@@ -324,13 +528,35 @@ export function runScheduleContract(name: string, open: Opened, hooks: ContractH
       }
     });
 
-    it('two concurrent firings of the same slot from two store handles make exactly one task', { skip: hooks.sibling ? false : 'one store handle per database here' }, async () => {
-      const other = await hooks.sibling!(h.store);
+    raceBetweenServers(hooks, 'two concurrent batches over the same schedules from two store handles make one task per slot, without deadlock', async (sibling) => {
+      const other = await sibling(h.store);
+      try {
+        const made: ScheduleRecord[] = [];
+        for (let i = 0; i < 20; i++) made.push(await create({ name: `pair-${i}` }));
+        const epoch = await lead();
+        const leader = { name: LEADER, holder: 'server-a', epoch };
+        // Opposite orders: a batch that locked rows in request order could deadlock against the other.
+        const [x, y] = await Promise.all([
+          h.store.fireSchedules({ leader, now: T0 + 1, requests: made.map((s) => firing(s, [T0 + MIN])) }),
+          other.fireSchedules({ leader, now: T0 + 1, requests: [...made].reverse().map((s) => firing(s, [T0 + MIN])) }),
+        ]);
+        for (const [i, s] of made.entries()) {
+          assert.equal((await runsOf(s.id)).length, 1, `${s.name}: ${JSON.stringify([x[i], y[made.length - 1 - i]])}`);
+          const okCount = [x[i]!, y[made.length - 1 - i]!].filter((r) => r.ok && r.created.length === 1).length;
+          assert.equal(okCount, 1);
+        }
+      } finally {
+        await other.close();
+      }
+    });
+
+    raceBetweenServers(hooks, 'two concurrent firings of the same slot from two store handles make exactly one task', async (sibling) => {
+      const other = await sibling(h.store);
       try {
         for (let round = 0; round < 5; round++) {
           const s = await create({ name: `race-${round}` });
           const epoch = await lead();
-          const [a, b] = await Promise.all([h.store.fireSchedule(fireReq(s, epoch, [T0 + MIN])), other.fireSchedule(fireReq(s, epoch, [T0 + MIN]))]);
+          const [a, b] = await Promise.all([h.store.fireSchedule(fireRequest(s, epoch, [T0 + MIN])), other.fireSchedule(fireRequest(s, epoch, [T0 + MIN]))]);
           const tasks = await runsOf(s.id);
           assert.equal(tasks.length, 1, `round ${round}: ${JSON.stringify([a, b])}`);
           const created = [a, b].flatMap((r) => (r.ok ? r.created : []));

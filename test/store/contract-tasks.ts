@@ -42,8 +42,12 @@ export function runTaskContract(name: string, open: Opened): void {
           createdAt: T0,
           updatedAt: T0,
           result: null,
+          outputs: null,
           scheduleId: null,
           scheduledAt: null,
+          dagRunId: null,
+          dagStep: null,
+          skipReason: null,
         });
         assert.deepEqual(await h.store.getTask(id), r.task);
 

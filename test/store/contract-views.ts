@@ -19,6 +19,8 @@ const M0 = T0 - (T0 % MIN);
 const SUMMARY_KEYS = [
   'attempts',
   'createdAt',
+  'dagRunId',
+  'dagStep',
   'durationMs',
   'endedAt',
   'error',
@@ -34,6 +36,7 @@ const SUMMARY_KEYS = [
   'scheduleId',
   'scheduledAt',
   'signal',
+  'skipReason',
   'startedAt',
   'state',
   'updatedAt',
@@ -204,6 +207,9 @@ export function runViewContract(name: string, open: Opened): void {
         runAfter: null,
         scheduleId: null,
         scheduledAt: null,
+        dagRunId: null,
+        dagStep: null,
+        skipReason: null,
         createdAt: T0,
         updatedAt: T0,
       });

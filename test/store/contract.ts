@@ -3,7 +3,8 @@
  * same suite, one file per concern (contract-tasks.ts, contract-attempts.ts,
  * contract-logs.ts, contract-tokens.ts, contract-workers.ts,
  * contract-web-sessions.ts, contract-feed.ts, contract-views.ts, contract-batch.ts,
- * contract-schedules.ts; signals and
+ * contract-schedules.ts, contract-dags.ts; signals and
+ * contract-schedules.ts, contract-outputs.ts; signals and
  * leadership in contract-signals.ts). `open` must return a fresh, empty store
  * each time; the suite calls `migrate()` itself and closes the store after
  * each test. Time is explicit (`now` numbers), and leases expire only through
@@ -17,9 +18,12 @@ import type { ContractHooks, Opened } from './contract-harness.js';
 import { runFeedContract } from './contract-feed.js';
 import { runViewContract } from './contract-views.js';
 import { runLogContract } from './contract-logs.js';
+import { runOutputsContract } from './contract-outputs.js';
 import { runTaskContract } from './contract-tasks.js';
 import { runRunLaterContract } from './contract-run-later.js';
 import { runScheduleContract } from './contract-schedules.js';
+import { runDagContract } from './contract-dags.js';
+import { runScheduleDagContract } from './contract-schedule-dags.js';
 import { runTokenContract } from './contract-tokens.js';
 import { runWebSessionContract } from './contract-web-sessions.js';
 import { runWorkerContract } from './contract-workers.js';
@@ -32,6 +36,7 @@ export function runStoreContract(name: string, open: Opened, hooks: ContractHook
   runBatchContract(name, open, hooks);
   runAttemptContract(name, open);
   runAttemptBatchContract(name, open);
+  runOutputsContract(name, open);
   runLogContract(name, open);
   runTokenContract(name, open);
   runWorkerContract(name, open);
@@ -39,4 +44,6 @@ export function runStoreContract(name: string, open: Opened, hooks: ContractHook
   runFeedContract(name, open, hooks);
   runViewContract(name, open);
   runScheduleContract(name, open, hooks);
+  runDagContract(name, open, hooks);
+  runScheduleDagContract(name, open, hooks);
 }

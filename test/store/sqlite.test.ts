@@ -17,6 +17,7 @@ import Database from 'better-sqlite3';
 import { ConflictError, CursorExpiredError, UnavailableError } from '../../src/core/errors.js';
 import { newTaskId } from '../../src/core/ids.js';
 import { CLAIM_SQL } from '../../src/store/sqlite/attempts.js';
+import { PAGE_CACHE_KIB } from '../../src/store/sqlite/db.js';
 import { LATEST_SCHEMA_VERSION, MIGRATIONS } from '../../src/store/sqlite/migrations.js';
 import { mapSqliteError } from '../../src/store/sqlite/sqlite-errors.js';
 import { openSqliteStore, type SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
@@ -40,7 +41,7 @@ async function openMigrated(path: string): Promise<SqliteStore> {
 }
 
 describe('SqliteStore specifics', () => {
-  it('creates the parent directory and sets the durability pragmas', async () => {
+  it('creates the parent directory and sets the durability pragmas and the page cache size', async () => {
     const path = freshPath();
     const s = await openMigrated(path);
     try {
@@ -49,6 +50,7 @@ describe('SqliteStore specifics', () => {
       assert.equal(s.db.pragma('synchronous', { simple: true }), 2); // FULL
       assert.equal(s.db.pragma('foreign_keys', { simple: true }), 1);
       assert.equal(s.db.pragma('busy_timeout', { simple: true }), 5000);
+      assert.equal(s.db.pragma('cache_size', { simple: true }), -PAGE_CACHE_KIB, 'the page cache is bounded in KiB, not left at 16 MB');
     } finally {
       await s.close();
     }
@@ -212,7 +214,7 @@ describe('SqliteStore specifics', () => {
 
     const s = await openMigrated(path);
     try {
-      const zero = { ready: 0, waiting: 0, running: 0, retrying: 0, succeeded: 0, failed: 0, cancelled: 0 };
+      const zero = { ready: 0, waiting: 0, running: 0, retrying: 0, succeeded: 0, failed: 0, cancelled: 0, skipped: 0 };
       assert.deepEqual(await s.countTasksByState(), { ...zero, succeeded: 2, waiting: 2, failed: 1 });
       assert.deepEqual(await s.countTasksByState('alice'), { ...zero, succeeded: 2, waiting: 1 });
       const c = await s.claimNext({ id: 'w1', labels: {} }, T0 + 10, 15_000);

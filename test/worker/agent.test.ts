@@ -8,6 +8,7 @@ import { startAgent, type AgentOptions } from '../../src/worker/agent.js';
 import { deadUrl, FakeServer, TOKEN, type FakeConn } from './fake-server.js';
 import { exists, tempDir, fencingToken } from './helpers.js';
 import { connectAgent } from './agent-harness.js';
+import { parseAgentFrame } from '../../src/server/worker-messages.js';
 
 let nextId = 100;
 function attempt(over: Partial<AssignedAttempt>): AssignedAttempt {
@@ -119,6 +120,36 @@ describe('worker agent', { timeout: 30_000 }, () => {
       assert.ok(c3.messages.indexOf(resent) < c3.messages.indexOf(exit2));
       c3.send({ type: 'exit_ack', attemptId: a.attemptId });
       await c3.next('heartbeat', (h) => h.running.length === 0);
+    } finally {
+      await agent.close();
+      await server.close();
+    }
+  });
+
+  it('reports the outputs in its exit (valid for the server), and again after a reconnect until exit_ack', async () => {
+    const server = await FakeServer.start();
+    const { agent, conn: c1 } = await connect(server);
+    try {
+      c1.autoAck = true;
+      const a = attempt({ script: 'printf "rows=42\\nnote=a=b \\001\\n" > "$DROVER_OUTPUT"' });
+      c1.send({ type: 'assign', attempt: a });
+      const exit1 = await c1.next('exit');
+      assert.deepEqual({ ...exit1, durationMs: 0 }, { type: 'exit', attemptId: a.attemptId, fencingToken: a.fencingToken, outcome: 'succeeded', exitCode: 0, signal: null, error: null, durationMs: 0, outputs: { rows: '42', note: 'a=b \u0001' } });
+      // What the agent sends is what the server accepts (server/worker-messages.ts).
+      assert.ok(parseAgentFrame(Buffer.from(JSON.stringify(exit1)), false).ok);
+      c1.ws.terminate();
+      const c2 = await server.nextConnection();
+      await c2.welcome();
+      assert.deepEqual(await c2.next('exit'), exit1);
+      c2.send({ type: 'exit_ack', attemptId: a.attemptId });
+      await c2.next('heartbeat', (h) => h.running.length === 0);
+      // A bad file: the exit says failed, names the line, keeps exit code 0 and carries no outputs.
+      const b = attempt({ script: 'echo "rows 42" > "$DROVER_OUTPUT"' });
+      c2.autoAck = true;
+      c2.send({ type: 'assign', attempt: b });
+      const bad = await c2.next('exit', (m) => m.attemptId === b.attemptId);
+      assert.deepEqual({ ...bad, durationMs: 0 }, { type: 'exit', attemptId: b.attemptId, fencingToken: b.fencingToken, outcome: 'failed', exitCode: 0, signal: null, error: 'DROVER_OUTPUT line 1: expected KEY=VALUE', durationMs: 0 });
+      assert.ok(parseAgentFrame(Buffer.from(JSON.stringify(bad)), false).ok);
     } finally {
       await agent.close();
       await server.close();

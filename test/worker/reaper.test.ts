@@ -282,7 +282,7 @@ describe('reaper', { timeout: 60_000 }, () => {
         assert.equal((await conn.next('exit')).outcome, 'succeeded');
         const lines = stdoutOf(conn.messages, a.attemptId).split('\n').filter(Boolean);
         const names = lines.map((l) => l.slice(0, l.indexOf('='))).sort();
-        assert.deepEqual(names, ['DROVER_ATTEMPT', 'DROVER_OUTPUT_DIR', 'DROVER_TASK_ID', 'DROVER_TEST_PASSME', 'HOME', 'LANG', 'PATH']);
+        assert.deepEqual(names, ['DROVER_ATTEMPT', 'DROVER_OUTPUT', 'DROVER_OUTPUT_DIR', 'DROVER_TASK_ID', 'DROVER_TEST_PASSME', 'HOME', 'LANG', 'PATH']);
         assert.ok(lines.includes('DROVER_TEST_PASSME=handed over'));
         assert.ok(!lines.join('\n').includes(TOKEN));
       } finally {

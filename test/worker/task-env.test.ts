@@ -78,6 +78,7 @@ describe('task environment', { timeout: 30_000 }, () => {
         DROVER_TASK_ID: a.taskId,
         DROVER_ATTEMPT: '2',
         DROVER_OUTPUT_DIR: outDir,
+        DROVER_OUTPUT: path.join(path.dirname(outDir), 'drover-output.env'),
       });
       assert.equal(path.dirname(path.dirname(outDir)), tmp.dir, 'HOME is the attempt\'s work dir');
       assert.ok(!out.includes(AGENT_VARS.DROVER_TOKEN), 'the worker token reached the task');
@@ -94,7 +95,21 @@ describe('task environment', { timeout: 30_000 }, () => {
   });
 
   it('taskEnv: later layers win; Drover\'s variables last', () => {
-    const env = taskEnv({ taskId: 'T', number: 1, env: { PATH: '/task/bin', HOME: '/h', DROVER_TASK_ID: 'x', P: 'task' } }, { workDir: '/w', outDir: '/w/out' }, { P: 'passed', Q: 'q' });
-    assert.deepEqual(env, { PATH: '/task/bin', HOME: '/h', LANG: TASK_LANG, P: 'task', Q: 'q', DROVER_TASK_ID: 'T', DROVER_ATTEMPT: '1', DROVER_OUTPUT_DIR: '/w/out' });
+    const env = taskEnv(
+      { taskId: 'T', number: 1, env: { PATH: '/task/bin', HOME: '/h', DROVER_TASK_ID: 'x', DROVER_OUTPUT: '/etc/passwd', P: 'task' } },
+      { workDir: '/w', outDir: '/w/out', outputFile: '/w/drover-output.env' },
+      { P: 'passed', Q: 'q' },
+    );
+    assert.deepEqual(env, {
+      PATH: '/task/bin',
+      HOME: '/h',
+      LANG: TASK_LANG,
+      P: 'task',
+      Q: 'q',
+      DROVER_TASK_ID: 'T',
+      DROVER_ATTEMPT: '1',
+      DROVER_OUTPUT_DIR: '/w/out',
+      DROVER_OUTPUT: '/w/drover-output.env',
+    });
   });
 });

@@ -15,6 +15,7 @@ import './styles/detail.css';
 import './styles/log.css';
 import './styles/overview.css';
 import './styles/schedules.css';
+import './styles/dags.css';
 
 const queryClient = createQueryClient();
 const router = createRouter();

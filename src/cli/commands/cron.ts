@@ -29,7 +29,7 @@ function ownerOf(f: OwnerFlags): string | undefined {
 
 export function cronCommand(): Command {
   const cron = new Command('cron')
-    .description('cron schedules: run a task at every fire time of a cron expression')
+    .description('cron schedules: run a task, or a DAG, at every fire time of a cron expression')
     .usage('add|ls|show|pause|resume|rm|run|next [options]')
     .argument('[subcommand]')
     .action((sub: string | undefined) => {
@@ -39,8 +39,8 @@ export function cronCommand(): Command {
 
   cron
     .command('add')
-    .description('create a schedule; each fire time runs the command (after --) or --script as a task')
-    .usage('NAME --schedule EXPR [options] -- CMD [ARGS...]')
+    .description('create a schedule; each fire time runs the command (after --) or --script as a task, or with --dag starts a run of that DAG')
+    .usage('NAME --schedule EXPR [options] -- CMD [ARGS...]  |  NAME --schedule EXPR --dag DAG [--param K=V]...')
     .argument('<name>', 'schedule name: 1..100 of A-Z a-z 0-9 . _ - (unique per user)')
     .argument('[command...]', 'the executable and its arguments, run without a shell')
     .requiredOption('--schedule <expr>', 'cron expression: 5 fields, or 6 with leading seconds; @hourly, @daily, @weekly, @monthly')
@@ -48,6 +48,8 @@ export function cronCommand(): Command {
     .option('--overlap <policy>', 'when the previous run is still going: allow (default), forbid (skip the slot) or replace (cancel it)')
     .option('--catchup <policy>', 'slots missed while no server ran or while paused: none, latest (default, run the newest once) or all')
     .option('--max-catchup <n>', 'with --catchup all: run at most this many missed slots, 1..1000 (default 10)')
+    .option('--dag <name>', 'each fire time starts a run of this DAG (its newest version then) instead of running a command')
+    .option('--param <K=V>', 'with --dag: run parameter, seen by every step as DROVER_PARAM_<K> (repeatable)', collect)
     .option('--task-name <name>', 'name of each run\'s task (default: the schedule name)')
     .option('--retries <n>', 'retries after a failed attempt, integer 0..100 (default 3)')
     .option('--retry-base <duration>', 'delay before the first retry (default 1s)')
@@ -118,15 +120,17 @@ export function cronCommand(): Command {
 
   cron
     .command('run')
-    .description('run a schedule\'s task now, out of schedule; prints the task id')
+    .description('run a schedule now, out of schedule; prints the task id (a DAG schedule: the DAG run id)')
     .argument('<name>')
     .option('--owner <user>', 'that user\'s schedule of this name (admins)')
-    .option('--json', 'print the task as JSON')
+    .option('--json', 'print the task (a DAG schedule: the DAG run) as JSON')
     .action(async (name: string, flags: OwnerFlags, cmd: Command) => {
       const n = parseScheduleName(name);
-      const task = await connect(cmd).runSchedule(n, ownerOf(flags));
-      if (flags.json) return printJson(task);
-      process.stdout.write(`${task.id}\n`);
+      const made = await connect(cmd).runSchedule(n, ownerOf(flags));
+      const item = made.task ?? made.run!;
+      if (flags.json) return printJson(item);
+      process.stdout.write(`${item.id}\n`);
+      if (made.run) process.stderr.write(`started DAG run ${made.run.id} of ${safeText(made.run.dag)}; follow it with: drover dag status ${made.run.id}\n`);
     });
 
   cron

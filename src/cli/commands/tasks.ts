@@ -7,11 +7,13 @@ import type { ListTasksQuery, TaskDetail, TaskSummary } from '../../client/types
 export { formatTaskTable } from '../task-table.js';
 import { connect } from '../context.js';
 import { paint, stateStyle, stdoutColour } from '../colour.js';
-import { formatAge, formatExit, formatLabels, formatMs, formatTable, formatTime, printJson, safeText } from '../output.js';
+import { formatAge, formatExit, formatLabels, formatMs, formatTable, formatTime, printJson, safeText, shellQuote } from '../output.js';
 import { parseIntFlag, parseTaskState } from '../parse.js';
 import { resolveTaskId } from '../resolve-task-id.js';
-import { DEFAULT_WIDTH, formatTaskTable } from '../task-table.js';
+import { formatTaskTable } from '../task-table.js';
+import { terminalWidth } from '../terminal-width.js';
 import { UsageError } from '../usage-error.js';
+import { describeSkipReason } from '../skip-reason.js';
 import { parseScheduleName } from '../schedule-name.js';
 
 interface LsFlags {
@@ -45,17 +47,10 @@ export function buildListQuery(f: LsFlags): ListTasksQuery {
   return q;
 }
 
-/** The width `ls` fits: $COLUMNS, else the terminal's, else 80. */
-function terminalWidth(): number {
-  const env = Number(process.env.COLUMNS);
-  if (Number.isInteger(env) && env > 0) return env;
-  return process.stdout.isTTY && process.stdout.columns ? process.stdout.columns : DEFAULT_WIDTH;
-}
-
 export function lsCommand(): Command {
   return new Command('ls')
     .description('list tasks, newest first')
-    .option('--state <state>', 'only tasks in this state (ready, waiting, running, retrying, succeeded, failed, cancelled)')
+    .option('--state <state>', 'only tasks in this state (ready, waiting, running, retrying, succeeded, failed, cancelled, skipped)')
     .option('--name <prefix>', 'only tasks whose name starts with this')
     .option('--owner <user>', 'only this user\'s tasks (admins)')
     .option('--id <prefix>', 'only tasks whose id starts with this (1..26 characters of the id, any case)')
@@ -106,6 +101,9 @@ export function formatTaskDetail(d: TaskDetail, now = Date.now(), colour = false
   ];
   if (t.runAfter) fields.push(['run after', formatTime(t.runAfter)]);
   if (t.scheduleId) fields.push(['schedule', `${t.scheduleId}${t.scheduledAt ? `, slot ${formatTime(t.scheduledAt)}` : ' (run now, no slot)'}`]);
+  // A DAG step, like a schedule's slot: its run and step (drover dag status RUN shows the whole run), and why it was skipped.
+  if (t.dagRunId) fields.push(['dag run', `${t.dagRunId}, step ${t.dagStep ?? '?'}`]);
+  if (t.skipReason) fields.push(['skipped', describeSkipReason(t.skipReason)]);
   if (t.result) {
     const r = t.result;
     const parts = [r.outcome, `attempt ${r.attempt}`];
@@ -120,6 +118,10 @@ export function formatTaskDetail(d: TaskDetail, now = Date.now(), colour = false
   const width = Math.max(...fields.map(([k]) => k.length));
   // Values are task data: escaped, so one field stays one line and no escape sequence reaches the terminal.
   let out = fields.map(([k, v]) => `${(k + ':').padEnd(width + 1)} ${k === 'state' && colour ? paint(safeText(v), stateStyle(v)) : safeText(v)}`).join('\n') + '\n';
+
+  // Outputs (DROVER_OUTPUT) as the task wrote them, one KEY=VALUE a line; values are task data, escaped like the rest.
+  const outputs = Object.entries(t.outputs ?? {});
+  if (outputs.length > 0) out += '\nOUTPUTS\n' + outputs.map(([k, v]) => `${safeText(k)}=${safeText(v)}\n`).join('');
 
   out += '\nATTEMPTS\n';
   out += d.attempts.length
@@ -161,10 +163,6 @@ export function formatDetail(detail: Record<string, unknown> | null): string {
       return `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`;
     })
     .join(' ');
-}
-
-function shellQuote(s: string): string {
-  return /^[A-Za-z0-9_\-+=.,/:@%]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
 }
 
 export function showCommand(): Command {

@@ -8,7 +8,8 @@
  * Tasks get a clean environment (worker/task-env.ts): PATH=/usr/local/sbin:
  * /usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin, HOME=<the attempt's work
  * dir>, LANG=C.UTF-8, the variables named with --pass-env (when set), the
- * task's env, then DROVER_TASK_ID / DROVER_ATTEMPT / DROVER_OUTPUT_DIR.
+ * task's env, then DROVER_TASK_ID / DROVER_ATTEMPT / DROVER_OUTPUT_DIR /
+ * DROVER_OUTPUT (the file for the task's KEY=VALUE outputs).
  * Nothing else of this process's environment, above all not DROVER_TOKEN.
  *
  * When started by `drover dev` (an IPC channel to the parent exists), the agent
@@ -142,7 +143,8 @@ export function workerCommand(): Command {
         `\nTask environment: tasks do not see the worker's environment (nor its token).\n` +
         `They get PATH=${TASK_PATH},\n` +
         `HOME=<the attempt's work dir>, LANG=${TASK_LANG}, the --pass-env variables,\n` +
-        `the task's env, then DROVER_TASK_ID, DROVER_ATTEMPT and DROVER_OUTPUT_DIR.\n` +
+        `the task's env, then DROVER_TASK_ID, DROVER_ATTEMPT, DROVER_OUTPUT_DIR and\n` +
+        `DROVER_OUTPUT (a file for KEY=VALUE outputs, read after a success).\n` +
         `\nDrain: SIGTERM/SIGINT drains the worker: it accepts no more work, lets running\n` +
         `attempts finish for up to --drain-timeout (default ${DEFAULT_DRAIN_TIMEOUT_MS / 1000} s), then stops the rest and\n` +
         `reports them lost (they run again elsewhere without using a retry), and exits 0.\n` +

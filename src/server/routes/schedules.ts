@@ -13,7 +13,10 @@ import { InvalidInputError, NotFoundError } from '../../core/errors.js';
 import { firstFireAfter, nextFireTimes } from '../../core/cron/next-fire.js';
 import { parseSchedule } from '../../core/cron/schedule.js';
 import { newTaskId } from '../../core/ids.js';
-import type { ScheduleRecord } from '../../store/schedules.js';
+import type { ScheduleDag, ScheduleRecord } from '../../store/schedules.js';
+import { resolveParams } from '../../core/dag/params.js';
+import { dagRunJson } from '../dag-json.js';
+import { DagRunSchema } from '../dag-schemas.js';
 import { principalOf, type Principal } from '../auth.js';
 import type { AppContext } from '../context.js';
 import { ErrorSchema, TaskSchema } from '../schemas.js';
@@ -50,6 +53,21 @@ function listOwner(p: Principal, owner: string | undefined): string | undefined 
   return p.role === 'admin' ? owner : p.user;
 }
 
+/**
+ * A new DAG schedule's target: the owner's DAG exists and its newest version
+ * takes the parameters. InvalidInputError naming dag.name or dag.params.KEY.
+ */
+async function checkScheduleDag(ctx: Pick<AppContext, 'store'>, owner: string, target: ScheduleDag): Promise<void> {
+  const dag = await ctx.store.getDag(owner, target.name);
+  if (!dag) throw new InvalidInputError('dag.name', `no DAG named "${target.name}"; apply it first (drover dag apply FILE)`);
+  try {
+    resolveParams(dag.definition.params, target.params);
+  } catch (e) {
+    if (e instanceof InvalidInputError) throw new InvalidInputError(`dag.${e.field}`, e.reason);
+    throw e;
+  }
+}
+
 /** The named schedule of that owner, or 404 naming it. */
 export async function namedSchedule(ctx: Pick<AppContext, 'store'>, owner: string, name: string): Promise<ScheduleRecord> {
   const s = await ctx.store.getScheduleByName(owner, name);
@@ -71,7 +89,9 @@ export function scheduleRoutes(app: FastifyInstance, ctx: AppContext): void {
         summary: 'Create a schedule',
         description:
           'Each fire time of `schedule` in `tz` creates one task from `task` (a POST /v1/tasks body without runAt/delay; ' +
-          'its name defaults to the schedule\'s). Defaults: tz UTC, overlap allow, catchup latest, maxCatchup 10. ' +
+          'its name defaults to the schedule\'s), or, with `dag` instead of `task`, starts one run of the caller\'s DAG of that name ' +
+          '(its newest version when the slot fires) with `dag.params`; the DAG must exist and take those parameters. ' +
+          'Defaults: tz UTC, overlap allow, catchup latest, maxCatchup 10. ' +
           'nextFireAt is the first fire time after now. 409 when the caller already has a schedule of that name.',
         body: ScheduleCreateBody,
         response: { 201: ScheduleEnvelope, ...errors },
@@ -80,6 +100,7 @@ export function scheduleRoutes(app: FastifyInstance, ctx: AppContext): void {
     async (req, reply) => {
       const p = principalOf(req);
       const { spec, schedule } = toScheduleSpec(req.body);
+      if (spec.dag) await checkScheduleDag(ctx, p.user, spec.dag);
       const now = clock.now();
       const s = await store.createSchedule(newTaskId(now), p.user, spec, now, firstFireAfter(schedule, now));
       kick();
@@ -170,21 +191,22 @@ export function scheduleRoutes(app: FastifyInstance, ctx: AppContext): void {
       config: people,
       schema: {
         tags,
-        summary: 'Run now, out of schedule: one task from the template (paused or not)',
+        summary: 'Run now, out of schedule: one task from the template, or one run of a DAG schedule\'s DAG (paused or not)',
         description:
           'The task has scheduleId set and scheduledAt null, is owned by the schedule\'s owner, and its submitted event has detail {"schedule": NAME, "manual": true}. ' +
-          'It takes no slot: the schedule\'s next fire time and catch-up are unchanged.',
+          'It takes no slot: the schedule\'s next fire time and catch-up are unchanged. Until it ends it is an active run for the overlap policies ' +
+          '(forbid skips slots meanwhile; replace cancels it when the next slot fires).',
         ...one,
-        response: { 201: Type.Object({ task: TaskSchema }), ...errors },
+        response: { 201: Type.Object({ task: Type.Optional(TaskSchema), run: Type.Optional(DagRunSchema) }, { description: 'task for a task schedule; run (a DAG run) for a DAG schedule' }), ...errors },
       },
     },
     async (req, reply) => {
       const p = principalOf(req);
       const s = await namedSchedule(ctx, scheduleOwner(p, req.query.owner), req.params.name);
-      const task = await runScheduleNow(store, s, `user:${p.user}`, clock.now());
+      const made = await runScheduleNow(store, s, `user:${p.user}`, clock.now());
       if (store.capabilities.groupCommit) ctx.scheduler.kick();
       kick();
-      return reply.code(201).send({ task: taskJson(task, p.user) });
+      return reply.code(201).send('task' in made ? { task: taskJson(made.task, p.user) } : { run: dagRunJson(made.run, p.user) });
     },
   );
 

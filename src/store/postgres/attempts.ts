@@ -14,7 +14,9 @@ import { checkFence } from '../../core/fence.js';
 import { newFencingToken } from '../../core/ids.js';
 import type { StopOrder } from '../../core/protocol.js';
 import { attemptStateOf, type Attempt } from '../../core/task.js';
-import { assertTransition } from '../../core/task-state.js';
+import { assertTransition, isTerminal } from '../../core/task-state.js';
+import type { DagChange } from '../dags.js';
+import { progressDagRuns } from './dag-runs.js';
 import type { AttemptEndResult, AttemptStore, Claim, ClaimingWorker, EndAndClaimResult, EndGuard, EndRequest, RefillClaim, RenewResult, ReportCheck } from '../attempts.js';
 import { attemptFromRow, taskFromRow, type AttemptRow, type TaskRow } from '../rows.js';
 import type { Db, Tx } from './db.js';
@@ -131,13 +133,18 @@ type LockedEnd = FencedRows & { id: number };
  */
 async function endAttempts(db: Db, requests: EndRequest[], now: number): Promise<Array<AttemptEndResult | null>> {
   if (!requests.some((r) => Number.isSafeInteger(r.attemptId))) return requests.map(() => null);
-  return db.write((tx) => endIn(tx, requests, now));
+  return db.write(async (tx) => (await endIn(tx, requests, now)).ended);
 }
 
-/** The ends (see endAttempts above) inside the transaction `tx`. */
-async function endIn(tx: Tx, requests: EndRequest[], now: number): Promise<Array<AttemptEndResult | null>> {
+/**
+ * The ends (see endAttempts above) inside the transaction `tx`, then their
+ * runs' progress. `at`: when that progress was dated (dag-runs.ts
+ * progressDagRuns; `now` if none), so a claim in the same transaction is not
+ * dated before it.
+ */
+async function endIn(tx: Tx, requests: EndRequest[], now: number): Promise<{ ended: Array<AttemptEndResult | null>; at: number }> {
   const ids = [...new Set(requests.map((r) => r.attemptId).filter((id) => Number.isSafeInteger(id)))].sort((a, b) => a - b);
-  if (ids.length === 0) return requests.map(() => null);
+  if (ids.length === 0) return { ended: requests.map(() => null), at: now };
   {
     const locked = await tx.query<LockedEnd>(
       `SELECT a.id, to_json(a) AS attempt, to_json(t) AS task, a.lease_expires_at < ${DB_NOW_MS} AS lease_expired
@@ -149,10 +156,19 @@ async function endIn(tx: Tx, requests: EndRequest[], now: number): Promise<Array
     );
     const byId = new Map(locked.rows.map((r) => [r.id, r]));
     const a = { id: [] as number[], state: [] as string[], exitCode: [] as Array<number | null>, signal: [] as Array<string | null>, error: [] as Array<string | null>, durationMs: [] as Array<number | null> };
-    const t = { id: [] as string[], state: [] as string[], retriesUsed: [] as number[], lostCount: [] as number[], runAfter: [] as Array<number | null>, result: [] as Array<string | null> };
+    const t = {
+      id: [] as string[],
+      state: [] as string[],
+      retriesUsed: [] as number[],
+      lostCount: [] as number[],
+      runAfter: [] as Array<number | null>,
+      result: [] as Array<string | null>,
+      outputs: [] as Array<string | null>,
+    };
     const e = { taskId: [] as string[], from: [] as string[], to: [] as string[], reason: [] as string[], actor: [] as string[], detail: [] as string[] };
     const accepted: Array<{ row: LockedEnd; waiting: boolean } | null> = [];
     const planned = new Set<string>();
+    const dag: DagChange[] = [];
     for (const r of requests) {
       const row = byId.get(r.attemptId);
       // An attempt an earlier request of this batch ended (or its task changed) is refused like any late report.
@@ -177,6 +193,7 @@ async function endIn(tx: Tx, requests: EndRequest[], now: number): Promise<Array
         t.lostCount.push(plan.lostCount);
         t.runAfter.push(plan.runAfter);
         t.result.push(plan.result === null ? null : JSON.stringify(plan.result));
+        t.outputs.push(plan.outputs === null ? null : JSON.stringify(plan.outputs));
       }
       if (plan.event) {
         e.taskId.push(row.task.id);
@@ -187,9 +204,12 @@ async function endIn(tx: Tx, requests: EndRequest[], now: number): Promise<Array
         e.detail.push(JSON.stringify({ attemptId: r.attemptId, ...plan.event.detail }));
       }
       accepted.push({ row, waiting: plan.state === 'waiting' });
+      // A DAG step that ended: its run's progress is decided below, in this transaction.
+      if (row.task.dag_run_id !== null && plan.event !== null && isTerminal(plan.state)) dag.push({ runId: row.task.dag_run_id, taskId: row.task.id, step: row.task.dag_step!, state: plan.state });
     }
-    if (a.id.length === 0) return accepted.map(() => null);
-    // coalesce: a null result keeps the stored one, so a result is recorded exactly once.
+    if (a.id.length === 0) return { ended: accepted.map(() => null), at: now };
+    // coalesce: a null result keeps the stored one, so a result is recorded exactly once; the same
+    // for outputs, which a plan carries only when the task becomes succeeded.
     const w = (
       await tx.query<{ tasks: TaskRow[] | null; attempts: AttemptRow[] }>(
         `WITH ua AS (
@@ -199,8 +219,9 @@ async function endIn(tx: Tx, requests: EndRequest[], now: number): Promise<Array
            RETURNING attempts.*
          ), ut AS (
            UPDATE tasks SET state = v.state, retries_used = v.retries_used, lost_count = v.lost_count, run_after = v.run_after,
-             result = coalesce(v.result, tasks.result), updated_at = $1
-           FROM unnest($8::text[], $9::text[], $10::int[], $11::int[], $12::bigint[], $13::text[]) AS v(id, state, retries_used, lost_count, run_after, result)
+             result = coalesce(v.result, tasks.result), outputs = coalesce(v.outputs, tasks.outputs), updated_at = $1
+           FROM unnest($8::text[], $9::text[], $10::int[], $11::int[], $12::bigint[], $13::text[], $20::text[])
+             AS v(id, state, retries_used, lost_count, run_after, result, outputs)
            WHERE tasks.id = v.id
            RETURNING tasks.*
          ), ue AS (
@@ -210,17 +231,20 @@ async function endIn(tx: Tx, requests: EndRequest[], now: number): Promise<Array
            ORDER BY x.n
          )
          SELECT (SELECT json_agg(ut) FROM ut) AS tasks, (SELECT json_agg(ua) FROM ua) AS attempts`,
-        [now, a.id, a.state, a.exitCode, a.signal, a.error, a.durationMs, t.id, t.state, t.retriesUsed, t.lostCount, t.runAfter, t.result, e.taskId, e.from, e.to, e.reason, e.actor, e.detail],
+        [now, a.id, a.state, a.exitCode, a.signal, a.error, a.durationMs, t.id, t.state, t.retriesUsed, t.lostCount, t.runAfter, t.result, e.taskId, e.from, e.to, e.reason, e.actor, e.detail, t.outputs],
       )
     ).rows[0]!;
+    // Releasing a step's dependents is written with the step's end, never afterwards (store/dags.ts).
+    const at = dag.length > 0 ? await progressDagRuns(tx, dag, now) : now;
     const tasks = new Map((w.tasks ?? []).map((row) => [row.id, row]));
     const attempts = new Map(w.attempts.map((row) => [row.id, row]));
-    return accepted.map((x) => {
+    const ended = accepted.map((x) => {
       if (!x) return null;
       tx.signal({ kind: 'task', taskId: x.row.task.id });
       if (x.waiting) tx.signal({ kind: 'wake' });
       return { task: taskFromRow(tasks.get(x.row.task.id) ?? x.row.task), attempt: attemptFromRow(attempts.get(x.row.id)!) };
     });
+    return { ended, at };
   }
 }
 
@@ -262,8 +286,9 @@ export function postgresAttempts(db: Db): AttemptStore {
     async endAndClaim(requests: EndRequest[], claim: RefillClaim | null, now: number): Promise<EndAndClaimResult> {
       if (claim) checkLimit('max', claim.max);
       return db.write(async (tx) => {
-        const ended = await endIn(tx, requests, now);
-        const claims = claim ? await claimIn(tx, claim.worker, claim.max, now, claim.leaseMs) : [];
+        const { ended, at } = await endIn(tx, requests, now);
+        // The claim sees the steps the ends released, and is dated no earlier than their release.
+        const claims = claim ? await claimIn(tx, claim.worker, claim.max, at, claim.leaseMs) : [];
         return { ended, claims };
       });
     },

@@ -19,6 +19,7 @@ import type { Task } from '../../core/task.js';
 import { assertTransition } from '../../core/task-state.js';
 import { batchKeyRange, checkBatch, matchStoredBatch, newWaitingTask, submittedDetail, type NewTask } from '../batch.js';
 import { taskFromRow, type TaskRow } from '../rows.js';
+import type { SlotTask } from '../schedules.js';
 import type { CreateManyResult, Idempotency } from '../tasks.js';
 import type { Db, Tx } from './db.js';
 import { isUniqueViolation } from './pg-errors.js';
@@ -36,27 +37,30 @@ import { isUniqueViolation } from './pg-errors.js';
  *
  * Two forms, one text otherwise: `submit` (createTasks) skips an item whose
  * (owner, idempotency key) is taken and returns how many it inserted; `slots`
- * (fireSchedule, schedules.ts) skips an item whose (schedule_id, scheduled_at)
- * is taken, the one-run-per-slot key, and returns the ids it inserted. Either
- * way a skipped item gets no events, and a taken id aborts the statement.
+ * (fireSchedules, schedules.ts) skips an item whose (schedule_id, scheduled_at)
+ * is taken, the one-run-per-slot key, and returns the ids it inserted; its
+ * items name their owners ($27: one insert holds the runs of several
+ * schedules, hence owners), where a submit's all have $1. Either way a
+ * skipped item gets no events, and a taken id aborts the statement.
  */
 function insertBatchSql(form: 'submit' | 'slots'): string {
   const conflict =
     form === 'submit'
       ? 'ON CONFLICT (owner, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING'
       : 'ON CONFLICT (schedule_id, scheduled_at) WHERE schedule_id IS NOT NULL DO NOTHING';
+  const owners = form === 'submit' ? { param: '', column: '', value: '$1' } : { param: ', $27::text[]', column: ', owner', value: 'coalesce(u.owner, $1::text)' };
   return `WITH u AS (
   SELECT * FROM unnest($6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[],
                        $14::bigint[], $15::int[], $16::bigint[], $17::float8[], $18::bigint[], $19::int[], $20::text[], $21::text[],
-                       $22::text[], $23::bigint[], $24::text[], $25::text[], $26::bigint[])
+                       $22::text[], $23::bigint[], $24::text[], $25::text[], $26::bigint[]${owners.param})
     WITH ORDINALITY AS u(id, name, command, args, script, interpreter, env, labels,
                          timeout_ms, max_retries, retry_base_delay_ms, retry_factor, retry_max_delay_ms, priority, requires, kind,
-                         cwd, run_after, detail, schedule_id, scheduled_at, n)
+                         cwd, run_after, detail, schedule_id, scheduled_at${owners.column}, n)
 ), t AS (
   INSERT INTO tasks (id, owner, state, name, kind, command, args, script, interpreter, env, timeout_ms,
     max_retries, retry_base_delay_ms, retry_factor, retry_max_delay_ms, priority, labels, requires, cwd, run_after,
     idempotency_key, request_hash, schedule_id, scheduled_at, created_at, updated_at)
-  SELECT u.id, $1, CASE WHEN u.run_after IS NULL THEN 'waiting' ELSE 'ready' END, u.name, u.kind, u.command, u.args, u.script, u.interpreter, u.env, u.timeout_ms,
+  SELECT u.id, ${owners.value}, CASE WHEN u.run_after IS NULL THEN 'waiting' ELSE 'ready' END, u.name, u.kind, u.command, u.args, u.script, u.interpreter, u.env, u.timeout_ms,
     u.max_retries, u.retry_base_delay_ms, u.retry_factor, u.retry_max_delay_ms, u.priority, u.labels, u.requires, u.cwd, u.run_after,
     $4::text || ' ' || (u.n - 1)::text, $5::text, u.schedule_id, u.scheduled_at, $2::bigint, $2::bigint
   FROM u ORDER BY u.n
@@ -82,7 +86,8 @@ const STORED_BATCH = 'SELECT * FROM tasks WHERE owner = $1 AND idempotency_key I
 /** Thrown inside the transaction to roll it back when not every item was inserted (a key seen before). */
 class KeyTaken extends Error {}
 
-function columns(tasks: readonly NewTask[]): unknown[][] {
+/** One array per column, in the order of the unnest() below (and of postgres/dags.ts INSERT_STEPS). */
+export function columns(tasks: readonly NewTask[]): unknown[][] {
   const cols: unknown[][] = Array.from({ length: 21 }, () => new Array(tasks.length));
   tasks.forEach(({ id, spec: s, runAfter, detail, slot }, i) => {
     cols[0]![i] = id;
@@ -144,24 +149,26 @@ export function postgresCreateTasks(db: Db) {
 }
 
 /**
- * Inserts a schedule's runs (fireSchedule, schedules.ts) inside the caller's
+ * Inserts schedules' runs (fireSchedules, schedules.ts) inside the caller's
  * transaction, through the statement createTasks uses (same rows, events,
- * feed rows and counters), each item with its `slot`. An item whose slot is
- * taken inserts nothing, not even an event (the unique key
- * tasks_schedule_slot; a concurrent insert of the same slot waits for the
- * other transaction and then skips). Returns the tasks inserted, in item order.
+ * feed rows and counters), each item with its `slot` and its schedule's
+ * owner. An item whose slot is taken inserts nothing, not even an event (the
+ * unique key tasks_schedule_slot; a concurrent insert of the same slot waits
+ * for the other transaction and then skips). Returns the tasks inserted, in
+ * item order.
  */
-export async function insertSlotTasks(tx: Tx, owner: string, tasks: readonly NewTask[], actor: string, now: number): Promise<Task[]> {
+export async function insertSlotTasks(tx: Tx, tasks: readonly SlotTask[], actor: string, now: number): Promise<Task[]> {
   if (tasks.length === 0) return [];
   checkBatch(tasks);
   assertTransition('ready', 'waiting', 'released');
   let ids: Set<string>;
   try {
-    ids = new Set((await tx.query<{ id: string }>(INSERT_SLOTS, [owner, now, actor, null, null, ...columns(tasks)])).rows.map((r) => r.id));
+    const params = [null, now, actor, null, null, ...columns(tasks), tasks.map((t) => t.owner)];
+    ids = new Set((await tx.query<{ id: string }>(INSERT_SLOTS, params)).rows.map((r) => r.id));
   } catch (e) {
     if (isUniqueViolation(e)) throw new ConflictError(`a task id of this schedule run already exists (${(e as { detail?: string }).detail ?? 'unique violation'})`);
     throw e;
   }
   if (ids.size > 0) tx.signal({ kind: 'wake' });
-  return tasks.filter((t) => ids.has(t.id)).map(({ id, spec, runAfter, slot }) => newWaitingTask(id, owner, spec, now, runAfter ?? null, slot ?? null));
+  return tasks.filter((t) => ids.has(t.id)).map(({ id, owner, spec, slot }) => newWaitingTask(id, owner, spec, now, null, slot));
 }

@@ -57,13 +57,28 @@ const HINT_SQL = `SELECT set_config('synchronous_commit', 'off', true) AS sc,
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /**
- * Run on every new pooled connection: a named statement is then planned for
- * its parameters at each execution, like an unnamed one. PostgreSQL's default
- * may switch a named statement to one generic plan after five executions,
- * and for the task list that plan is bad (measured: `state = $1` walks the
- * primary key and filters, so a rare or absent state scans the table).
+ * How PostgreSQL plans a named statement, per connection and switched by
+ * need (Db.planMode), because the right answer differs by statement kind:
+ * - Reads through Db.prepared (the task list, the counts) are planned for
+ *   their parameters at every execution (`force_custom_plan`). PostgreSQL's
+ *   default may switch a named statement to one generic plan after five
+ *   executions, and for the task list that plan is bad (measured: `state = $1`
+ *   walks the primary key and filters, so a rare or absent state scans the
+ *   table).
+ * - Writes (Db.write, Db.single) run with PostgreSQL's default, `auto`: their
+ *   statements find rows by key or by the queue's index, and re-planning them
+ *   at each call cost them more than it gained. Measured (issue 9; 10,000
+ *   waiting no-op tasks drained by one 10-slot noop agent, one server; the
+ *   builds before and after, alternating, 2 shared cores): 602, 724, 657
+ *   tasks/s with every named statement custom-planned, 756, 838, 916/s with
+ *   writes on `auto`. A chain of 100 DAG steps showed no difference beyond
+ *   its run-to-run spread (10.4-14.2 ms a step either way).
+ * A connection is switched with a SET outside any transaction (a SET inside
+ * one would be undone by its rollback), only when its last use was of the
+ * other kind.
  */
-const CUSTOM_PLANS_SQL = 'SET plan_cache_mode = force_custom_plan';
+const PLAN_MODE_SQL = { custom: 'SET plan_cache_mode = force_custom_plan', auto: 'SET plan_cache_mode = auto' } as const;
+type PlanMode = keyof typeof PLAN_MODE_SQL;
 /** Most distinct texts given a statement name (Db.prepared); beyond it they run unnamed. */
 const PREPARED_MAX = 500;
 
@@ -73,8 +88,10 @@ export class Db {
 
   /** Statement names by SQL text (Db.prepared). */
   private readonly names = new Map<string, string>();
-  /** False once a connection refused CUSTOM_PLANS_SQL (before PostgreSQL 12): no named statements then. */
+  /** False once a connection refused PLAN_MODE_SQL (before PostgreSQL 12): no named statements then. */
   private customPlans = true;
+  /** Each pooled connection's plan_cache_mode as last set (PLAN_MODE_SQL). */
+  private readonly planModes = new WeakMap<pg.PoolClient, PlanMode>();
 
   constructor(
     readonly pool: pg.Pool,
@@ -84,7 +101,8 @@ export class Db {
     this.connectionRetries = poolSize + 1;
     // Queued before anything a caller sends on the new connection, so it is in effect for it.
     pool.on('connect', (client) => {
-      client.query(CUSTOM_PLANS_SQL).catch((e: unknown) => {
+      this.planModes.set(client, 'custom');
+      client.query(PLAN_MODE_SQL.custom).catch((e: unknown) => {
         // 42704: no such setting (PostgreSQL < 12). Any other failure is the connection's, which the pool discards.
         if ((e as { code?: string }).code === '42704') this.customPlans = false;
       });
@@ -96,7 +114,7 @@ export class Db {
    * the counts): each pooled connection parses it once instead of at every
    * call (measured on a 50-row page: about 60 µs of a 420 µs query). The name
    * is derived from the text, so one name never means two statements. Plans
-   * stay per execution (CUSTOM_PLANS_SQL).
+   * stay per execution for reads, cached for writes (PLAN_MODE_SQL).
    */
   prepared(sql: string, params: unknown[] = []): pg.QueryConfig | string {
     if (!this.customPlans) return sql;
@@ -107,6 +125,28 @@ export class Db {
       this.names.set(sql, name);
     }
     return { name, text: sql, values: params };
+  }
+
+  /**
+   * A write's statement on its connection: with parameters, as a named
+   * statement (prepared()), so each pooled connection parses it once. A
+   * statement without parameters (BEGIN, a multi-statement migration) goes
+   * as given. Measured (issue 12, a chain of 100 DAG steps on PostgreSQL,
+   * log_min_duration_statement = 0): every write statement was parsed again
+   * at each call, 0.13-0.27 ms each for the end, the run's progress and the
+   * claim, about 1 ms of the 11 ms each step cost outside its process.
+   */
+  private named<R extends pg.QueryResultRow>(client: pg.PoolClient, sql: string | pg.QueryConfig, params?: unknown[]): Promise<pg.QueryResult<R>> {
+    if (typeof sql !== 'string' || params === undefined) return client.query<R>(sql as string, params);
+    const q = this.prepared(sql, params);
+    return typeof q === 'string' ? client.query<R>(q, params) : client.query<R>(q);
+  }
+
+  /** Puts `client` in `mode` (PLAN_MODE_SQL) unless it is there; call outside a transaction. */
+  private async planMode(client: pg.PoolClient, mode: PlanMode): Promise<void> {
+    if (!this.customPlans || this.planModes.get(client) === mode) return;
+    await client.query(PLAN_MODE_SQL[mode]);
+    this.planModes.set(client, mode);
   }
 
   private hints = new Set<string>();
@@ -149,8 +189,14 @@ export class Db {
       // The pool listens for errors only on idle clients; one on a checked-out client would be unhandled.
       const onError = (e: Error) => (broken = e);
       client.on('error', onError);
+      const q: Queryable = {
+        query: async (sql, params) => {
+          if (typeof sql !== 'string' && sql.name !== undefined) await this.planMode(client, 'custom');
+          return client.query(sql as string, params);
+        },
+      };
       try {
-        return await fn(client);
+        return await fn(q);
       } catch (e) {
         if (isConnectionError(e)) {
           broken = e as Error;
@@ -187,8 +233,9 @@ export class Db {
     const onError = (e: Error) => (broken = e);
     client.on('error', onError);
     try {
+      await this.planMode(client, 'auto');
       const signals: StoreSignal[] = [];
-      const result = await fn({ query: (sql, params) => client.query(sql, params), signal: (...s) => signals.push(...s) });
+      const result = await fn({ query: (sql, params) => this.named(client, sql, params), signal: (...s) => signals.push(...s) });
       if (signals.some((x) => x.kind !== 'wake' && x.kind !== 'task')) throw new Error('single(): only hints may be signalled outside a transaction');
       if (signals.length > 0) {
         this.sendHints(signals);
@@ -215,10 +262,11 @@ export class Db {
       client.on('error', onError);
       let commitSent = false;
       try {
+        await this.planMode(client, 'auto');
         await client.query('BEGIN');
         const signals: StoreSignal[] = [];
         const tx: Tx = {
-          query: (sql, params) => client.query(sql, params),
+          query: (sql, params) => this.named(client, sql, params),
           signal: (...s) => signals.push(...s),
         };
         const result = await fn(tx);

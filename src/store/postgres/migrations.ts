@@ -531,6 +531,114 @@ ALTER TABLE leaders ADD COLUMN epoch BIGINT NOT NULL DEFAULT 1;
     // schedule_id, and `schedule_id = ?` implies the predicate on either planner.
     sql: `CREATE INDEX tasks_schedule_id ON tasks (schedule_id, id) WHERE schedule_id IS NOT NULL;`,
   },
+  {
+    version: 9,
+    name: "a schedule's active runs (overlap policies); how many slots a catch-up skipped; run record retention",
+    // activeScheduleRuns (store/schedules.ts): the overlap policies see every run of a schedule that
+    // has not ended, a slot's or a run-now one. Partial: only a schedule's tasks in a non-terminal
+    // state, so the index stays as small as the runs in flight; the IN list is spelled exactly as the
+    // query spells it (ACTIVE_RUN_STATES_SQL), so either planner proves the predicate.
+    // catchup_count / catchup_exact: on the first and last skipped run a catch-up recorded (reason
+    // catchup_*), how many slots it skipped in all (a lower bound when not exact); NULL on other runs.
+    sql: `CREATE INDEX tasks_schedule_active ON tasks (schedule_id, id) WHERE schedule_id IS NOT NULL AND state IN ('ready', 'waiting', 'running', 'retrying');
+ALTER TABLE schedule_runs ADD COLUMN catchup_count INTEGER;
+ALTER TABLE schedule_runs ADD COLUMN catchup_exact BOOLEAN;
+-- run_count: the schedule's rows in schedule_runs, kept in the transactions that add or delete them
+-- (fireSchedules, pruneScheduleRuns), so retention finds the schedules over the limit through the
+-- partial index below instead of counting every schedule's runs. Its 1100 is SCHEDULE_RUNS_KEPT +
+-- SCHEDULE_RUNS_SLACK (store/schedules.ts), spelled the same in pruneScheduleRuns' query.
+ALTER TABLE schedules ADD COLUMN run_count INTEGER NOT NULL DEFAULT 0;
+UPDATE schedules SET run_count = (SELECT count(*) FROM schedule_runs r WHERE r.schedule_id = schedules.id);
+CREATE INDEX schedules_runs_over ON schedules (id) WHERE run_count > 1100;`,
+  },
+  {
+    version: 10,
+    name: 'task outputs (DROVER_OUTPUT)',
+    // The KEY=VALUE pairs the succeeding attempt wrote (core/task-outputs.ts), as a JSON
+    // object of string -> string; NULL when none. Written once, with the result, by the
+    // end that makes the task succeeded (store/attempts.ts). Never filtered on: no index.
+    // Nullable without a default, so adding it rewrites no row.
+    sql: `ALTER TABLE tasks ADD COLUMN outputs TEXT;`,
+  },
+  {
+    version: 11,
+    name: 'DAGs, their versions and runs; tasks as DAG steps; task state skipped',
+    sql: `
+ALTER TABLE tasks DROP CONSTRAINT tasks_state_check;
+ALTER TABLE tasks ADD CONSTRAINT tasks_state_check
+  CHECK (state IN ('ready', 'waiting', 'running', 'retrying', 'succeeded', 'failed', 'cancelled', 'skipped'));
+
+-- A DAG (issue 12): one row per (owner, name), pointing at its newest version.
+CREATE TABLE dags (
+  id              TEXT COLLATE "C" PRIMARY KEY,
+  owner           TEXT COLLATE "C" NOT NULL,
+  name            TEXT COLLATE "C" NOT NULL,
+  latest_version  INTEGER NOT NULL,
+  created_at      BIGINT NOT NULL,
+  updated_at      BIGINT NOT NULL,
+  UNIQUE (owner, name)
+);
+-- Every version ever applied (immutable): definition is core/dag/dag-definition.ts
+-- DagDefinition as JSON, hash its sha256 (an unchanged file stores no new version).
+CREATE TABLE dag_versions (
+  dag_id      TEXT COLLATE "C" NOT NULL REFERENCES dags(id),
+  version     INTEGER NOT NULL,
+  definition  TEXT NOT NULL,
+  hash        TEXT NOT NULL,
+  step_count  INTEGER NOT NULL,
+  created_at  BIGINT NOT NULL,
+  PRIMARY KEY (dag_id, version)
+);
+-- A run of one version. Its steps are tasks (tasks.dag_run_id, dag_step). state is
+-- written by the transaction that ends its last step (or by cancel); schedule_id and
+-- scheduled_at: a cron schedule's run of the DAG, one per slot as for tasks.
+CREATE TABLE dag_runs (
+  id           TEXT COLLATE "C" PRIMARY KEY,
+  owner        TEXT COLLATE "C" NOT NULL,
+  dag_id       TEXT COLLATE "C" NOT NULL REFERENCES dags(id),
+  dag_name     TEXT COLLATE "C" NOT NULL,
+  version      INTEGER NOT NULL,
+  state        TEXT NOT NULL CHECK (state IN ('running', 'succeeded', 'failed', 'cancelled')),
+  params       TEXT NOT NULL,
+  step_count   INTEGER NOT NULL,
+  -- The run's step states, one character per step in definition order (core/dag/step-states.ts):
+  -- what its progress decides from, written with every step change, so a step's end reads this
+  -- row instead of every step's.
+  step_states  TEXT NOT NULL,
+  schedule_id  TEXT COLLATE "C",
+  scheduled_at BIGINT,
+  created_at   BIGINT NOT NULL,
+  updated_at   BIGINT NOT NULL,
+  ended_at     BIGINT
+);
+CREATE INDEX dag_runs_owner_id ON dag_runs (owner, id);
+CREATE INDEX dag_runs_dag_id ON dag_runs (dag_id, id);
+CREATE UNIQUE INDEX dag_runs_schedule_slot ON dag_runs (schedule_id, scheduled_at) WHERE schedule_id IS NOT NULL;
+
+-- A task that is a DAG step: its run and step name (unique in the run), and why it
+-- was skipped. No foreign key on dag_run_id: retention may remove runs and tasks apart.
+ALTER TABLE tasks ADD COLUMN dag_run_id TEXT COLLATE "C";
+ALTER TABLE tasks ADD COLUMN dag_step TEXT COLLATE "C";
+ALTER TABLE tasks ADD COLUMN skip_reason TEXT;
+CREATE UNIQUE INDEX tasks_dag_step ON tasks (dag_run_id, dag_step) WHERE dag_run_id IS NOT NULL;
+`,
+  },
+  {
+    version: 12,
+    name: 'cron schedules of DAGs',
+    sql: `
+-- A DAG schedule (drover cron add --dag NAME): each slot starts a run of the owner's DAG
+-- of this name (its newest version then) with these parameters (JSON object); template
+-- is then JSON null. Both NULL for a task schedule.
+ALTER TABLE schedules ADD COLUMN dag_name TEXT COLLATE "C";
+ALTER TABLE schedules ADD COLUMN dag_params TEXT;
+-- A DAG schedule's fired slot: the run it started (task_id is NULL then). No foreign key,
+-- as for task_id: the record outlives the run.
+ALTER TABLE schedule_runs ADD COLUMN dag_run_id TEXT COLLATE "C";
+-- activeScheduleRuns for a DAG schedule (overlap forbid / replace): its running runs.
+CREATE INDEX dag_runs_schedule_active ON dag_runs (schedule_id, id) WHERE schedule_id IS NOT NULL AND state = 'running';
+`,
+  },
 ];
 
 /** The schema version this code writes. */

@@ -35,10 +35,12 @@ import type { LeadershipStore } from '../leadership.js';
 import type { LogStore } from '../logs.js';
 import type { Store, StoreCapabilities, StoreSignal } from '../store.js';
 import type { ScheduleStore } from '../schedules.js';
+import type { DagStore } from '../dags.js';
 import type { TaskStore } from '../tasks.js';
 import type { TokenStore } from '../tokens.js';
 import type { WorkerStore } from '../workers.js';
 import { postgresAttempts } from './attempts.js';
+import { postgresDags } from './dags.js';
 import { Db, STORE_TYPES } from './db.js';
 import { postgresFeed } from './feed.js';
 import { postgresLeadership } from './leadership.js';
@@ -102,7 +104,7 @@ export function openPostgresStore(url: string, opts: PostgresStoreOptions = {}):
 }
 
 /** The concern stores' methods, assigned onto each instance by the constructor. */
-export interface PostgresStore extends TokenStore, TaskStore, AttemptStore, LogStore, WorkerStore, LeadershipStore, FeedStore, TaskViewStore, WebSessionStore, ScheduleStore {}
+export interface PostgresStore extends TokenStore, TaskStore, AttemptStore, LogStore, WorkerStore, LeadershipStore, FeedStore, TaskViewStore, WebSessionStore, ScheduleStore, DagStore {}
 
 export class PostgresStore implements Store {
   readonly capabilities: StoreCapabilities = { multiServer: true, groupCommit: false, leaseClock: 'database' };
@@ -128,6 +130,7 @@ export class PostgresStore implements Store {
       postgresFeed(this.db),
       postgresTaskViews(this.db),
       postgresSchedules(this.db),
+      postgresDags(this.db),
     );
   }
 

@@ -18,6 +18,8 @@ import { checkLimit, SCHEDULER_ACTOR } from './sql.js';
 import { postgresCreateTasks } from './create-tasks.js';
 import { postgresTaskListQuery } from './task-views.js';
 import { pageOf } from '../task-list.js';
+import { dagStepRetryConflict } from '../dags.js';
+import { lockRun, progressDagRuns } from './dag-runs.js';
 
 /**
  * The due queries (promoteDue, nextDueAt): retrying tasks through tasks_due,
@@ -161,12 +163,14 @@ export function postgresTasks(db: Db): TaskStore {
      */
     async cancelTask(id: string, actor: string, now: number): Promise<CancelResult> {
       return db.write(async (tx) => {
-        const { task, running } = await lockTask(tx, id);
-        const plan = planCancel(taskFromRow(task), running);
-        const r = await persistPlan(tx, id, `state = '${plan.event.to}', run_after = NULL`, plan.event, plan.stop, actor, now);
-        tx.signal({ kind: 'task', taskId: id });
-        if (plan.stop) tx.signal({ kind: 'cancel', taskId: id, attemptId: plan.stop.attemptId });
-        return { task: taskFromRow(r.task), runningAttempt: r.stopped ? attemptFromRow(r.stopped) : null };
+        // A DAG step: its run's row is locked before the task (postgres/dag-runs.ts, lock order),
+        // and its dependents are decided in this transaction.
+        const head = (await tx.query<{ dag_run_id: string | null; dag_step: string | null }>('SELECT dag_run_id, dag_step FROM tasks WHERE id = $1', [id])).rows[0];
+        const runId = head?.dag_run_id ?? null;
+        if (runId !== null) await lockRun(tx, runId);
+        const res = await cancelLocked(tx, id, actor, now);
+        if (runId !== null) await progressDagRuns(tx, [{ runId, taskId: id, step: head!.dag_step!, state: 'cancelled' }], now);
+        return res;
       });
     },
 
@@ -178,6 +182,7 @@ export function postgresTasks(db: Db): TaskStore {
     async retryTask(id: string, actor: string, now: number): Promise<Task> {
       return db.write(async (tx) => {
         const { task, running } = await lockTask(tx, id);
+        if (task.dag_run_id !== null) throw dagStepRetryConflict(task);
         const plan = planRetry(taskFromRow(task), running ? { id: running.id, stopReason: running.stop_reason } : null);
         const r = await persistPlan(
           tx,
@@ -246,6 +251,19 @@ export function postgresTasks(db: Db): TaskStore {
  * running. The attempt is read without a lock of its own: an attempt's state
  * changes only under its task's lock (endAttempt locks both), which we hold.
  */
+/**
+ * planCancel persisted on the task (locked here), inside the caller's
+ * transaction; does not decide a DAG run's progress (the caller does).
+ */
+export async function cancelLocked(tx: Tx, id: string, actor: string, now: number): Promise<CancelResult> {
+  const { task, running } = await lockTask(tx, id);
+  const plan = planCancel(taskFromRow(task), running);
+  const r = await persistPlan(tx, id, `state = '${plan.event.to}', run_after = NULL`, plan.event, plan.stop, actor, now);
+  tx.signal({ kind: 'task', taskId: id });
+  if (plan.stop) tx.signal({ kind: 'cancel', taskId: id, attemptId: plan.stop.attemptId });
+  return { task: taskFromRow(r.task), runningAttempt: r.stopped ? attemptFromRow(r.stopped) : null };
+}
+
 async function lockTask(tx: Tx, id: string): Promise<{ task: TaskRow; running: AttemptRow | null }> {
   const row = (
     await tx.query<{ task: TaskRow; running: AttemptRow | null }>(

@@ -11,7 +11,9 @@ import { checkFence, type FenceReason } from '../../core/fence.js';
 import { FENCING_TOKEN_PATTERN, newFencingToken } from '../../core/ids.js';
 import type { StopOrder } from '../../core/protocol.js';
 import { attemptStateOf, type Attempt } from '../../core/task.js';
-import { assertTransition, type TaskState } from '../../core/task-state.js';
+import { assertTransition, isTerminal, type TaskState } from '../../core/task-state.js';
+import type { DagChange } from '../dags.js';
+import { progressDagRuns } from './dag-runs.js';
 import type { AttemptEndResult, AttemptStore, Claim, ClaimingWorker, EndAndClaimResult, EndGuard, EndRequest, RefillClaim, RenewResult, ReportCheck } from '../attempts.js';
 import { attemptFromRow, taskFromRow, type AttemptRow, type TaskRow } from '../rows.js';
 import type { SqliteDb } from './db.js';
@@ -106,7 +108,7 @@ function claimIn(d: SqliteDb, worker: ClaimingWorker, max: number, now: number, 
  * a heartbeat that renewed the lease after the sweeper read it wins, and the
  * end is refused.
  */
-function endIn(d: SqliteDb, r: EndRequest, now: number): AttemptEndResult | null {
+function endIn(d: SqliteDb, r: EndRequest, now: number, dag: DagChange[]): AttemptEndResult | null {
   const { attemptId, end, guard = {} } = r;
   const f = fence(d, attemptId, r.fencingToken, guard.workerId);
   if (!f.ok) return null;
@@ -121,11 +123,12 @@ function endIn(d: SqliteDb, r: EndRequest, now: number): AttemptEndResult | null
   let task = f.task;
   // A plan with no event and no result (the task was retried while this attempt ran) leaves the task as it is.
   if (plan.event !== null || plan.result !== null) {
-    // coalesce: a null plan.result keeps the stored one, so a result is recorded exactly once.
+    // coalesce: a null plan.result keeps the stored one, so a result is recorded exactly once;
+    // the same for outputs, which a plan carries only when the task becomes succeeded.
     task = d
       .q(
         `UPDATE tasks SET state = @state, retries_used = @retriesUsed, lost_count = @lostCount, run_after = @runAfter,
-           result = coalesce(@result, result), updated_at = @now
+           result = coalesce(@result, result), outputs = coalesce(@outputs, outputs), updated_at = @now
          WHERE id = @id RETURNING *`,
       )
       .get({
@@ -135,13 +138,28 @@ function endIn(d: SqliteDb, r: EndRequest, now: number): AttemptEndResult | null
         lostCount: plan.lostCount,
         runAfter: plan.runAfter,
         result: plan.result === null ? null : JSON.stringify(plan.result),
+        outputs: plan.outputs === null ? null : JSON.stringify(plan.outputs),
         now,
       }) as TaskRow;
   }
   if (plan.event) insertEvent(d, f.task.id, plan.event.from, plan.event.to, plan.event.reason, r.actor, now, { attemptId, ...plan.event.detail });
+  // A DAG step that ended: the caller decides its run's progress before committing (endsIn).
+  if (f.task.dag_run_id !== null && plan.event !== null && isTerminal(plan.state)) dag.push({ runId: f.task.dag_run_id, taskId: f.task.id, step: f.task.dag_step!, state: plan.state });
   d.signal({ kind: 'task', taskId: f.task.id });
   if (plan.state === 'waiting') d.signal({ kind: 'wake' });
   return { task: taskFromRow(task), attempt: attemptFromRow(attempt) };
+}
+
+/**
+ * endIn for each request, in order (a later request sees what an earlier one
+ * ended), then the progress of every DAG run one of them ended a step of, in
+ * the same write: releasing a step's dependents is never left for later.
+ * `at`: when that progress was dated (dag-runs.ts progressDagRuns; `now` if none).
+ */
+function endsIn(d: SqliteDb, requests: EndRequest[], now: number): { ended: Array<AttemptEndResult | null>; at: number } {
+  const dag: DagChange[] = [];
+  const ended = requests.map((r) => endIn(d, r, now, dag));
+  return { ended, at: dag.length > 0 ? progressDagRuns(d, dag, now) : now };
 }
 
 export function sqliteAttempts(d: SqliteDb): AttemptStore {
@@ -170,22 +188,23 @@ export function sqliteAttempts(d: SqliteDb): AttemptStore {
       now: number,
       guard: EndGuard = {},
     ): Promise<AttemptEndResult | null> {
-      return d.write(() => endIn(d, { attemptId, fencingToken, end, actor, guard }, now));
+      return d.write(() => endsIn(d, [{ attemptId, fencingToken, end, actor, guard }], now).ended[0]!);
     },
 
     /** endIn for each, then claimIn for the worker, in one write: the freed slots are refilled by the same commit. */
     async endAndClaim(requests: EndRequest[], claim: RefillClaim | null, now: number): Promise<EndAndClaimResult> {
       if (claim) checkLimit(claim.max, 'max');
       return d.write(() => {
-        const ended = requests.map((r) => endIn(d, r, now));
-        return { ended, claims: claim ? claimIn(d, claim.worker, claim.max, now, claim.leaseMs) : [] };
+        // The claim sees the steps the ends released, and is dated no earlier than their release.
+        const { ended, at } = endsIn(d, requests, now);
+        return { ended, claims: claim ? claimIn(d, claim.worker, claim.max, at, claim.leaseMs) : [] };
       });
     },
 
     /** In order, in one write: a later request sees what an earlier one ended. One that throws undoes the whole batch. */
     async endAttempts(requests: EndRequest[], now: number): Promise<Array<AttemptEndResult | null>> {
       if (requests.length === 0) return [];
-      return d.write(() => requests.map((r) => endIn(d, r, now)));
+      return d.write(() => endsIn(d, requests, now).ended);
     },
 
     /**

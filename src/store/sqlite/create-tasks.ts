@@ -20,18 +20,20 @@ import type { Task } from '../../core/task.js';
 import { assertTransition } from '../../core/task-state.js';
 import { batchKeyRange, batchRowsJson, checkBatch, matchStoredBatch, newWaitingTask, type NewTask } from '../batch.js';
 import { taskFromRow, type TaskRow } from '../rows.js';
+import type { SlotTask } from '../schedules.js';
 import type { CreateManyResult, Idempotency } from '../tasks.js';
 import type { SqliteDb } from './db.js';
 import { isUniqueViolation } from './sqlite-errors.js';
 
 /**
  * @key: the batch key (NULL: none; item i's key is "@key i", batch.ts); @rows: one JSON array per task
- * (batch.ts batchRowsJson), whose items 19 and 20 are a schedule's run's slot (fireSchedule).
+ * (batch.ts batchRowsJson), whose items 19 and 20 are a schedule's run's slot and item 21, when
+ * present, its owner (fireSchedules: one insert holds the runs of several owners; else @owner).
  */
 const INSERT_TASKS = `INSERT INTO tasks (id, owner, state, name, kind, command, args, script, interpreter, env, timeout_ms,
    max_retries, retry_base_delay_ms, retry_factor, retry_max_delay_ms, priority, labels, requires, cwd, run_after,
    idempotency_key, request_hash, schedule_id, scheduled_at, created_at, updated_at)
- SELECT j.value ->> 0, @owner, CASE WHEN j.value ->> 17 IS NULL THEN 'waiting' ELSE 'ready' END,
+ SELECT j.value ->> 0, coalesce(j.value ->> 21, @owner), CASE WHEN j.value ->> 17 IS NULL THEN 'waiting' ELSE 'ready' END,
    j.value ->> 1, j.value ->> 2, j.value ->> 3, j.value ->> 4, j.value ->> 5, j.value ->> 6, j.value ->> 7, j.value ->> 8,
    j.value ->> 9, j.value ->> 10, j.value ->> 11, j.value ->> 12, j.value ->> 13, j.value ->> 14, j.value ->> 15, j.value ->> 16, j.value ->> 17,
    @key || ' ' || j.key, @hash, j.value ->> 19, j.value ->> 20, @now, @now
@@ -76,6 +78,24 @@ export function sqliteCreateTasks(d: SqliteDb) {
  * of these tasks is taken (its transaction holds the write lock).
  */
 export function insertNewTasks(d: SqliteDb, owner: string, tasks: readonly NewTask[], rows: string, actor: string, now: number, idem: Idempotency | null): Task[] {
+  insertRows(d, owner, rows, actor, now, idem);
+  return tasks.map(({ id, spec, runAfter, slot }) => newWaitingTask(id, owner, spec, now, runAfter ?? null, slot ?? null));
+}
+
+/**
+ * Schedules' runs (fireSchedules, schedules.ts), each owned by its schedule's
+ * owner, through the same two statements as createTasks, inside the caller's
+ * write. The caller has made sure no slot of these tasks is taken.
+ */
+export function insertSlotTasks(d: SqliteDb, tasks: readonly SlotTask[], actor: string, now: number): Task[] {
+  if (tasks.length === 0) return [];
+  checkBatch(tasks);
+  assertTransition('ready', 'waiting', 'released');
+  insertRows(d, null, batchRowsJson(tasks), actor, now, null);
+  return tasks.map(({ id, owner, spec, slot }) => newWaitingTask(id, owner, spec, now, null, slot));
+}
+
+function insertRows(d: SqliteDb, owner: string | null, rows: string, actor: string, now: number, idem: Idempotency | null): void {
   try {
     d.q(INSERT_TASKS).run({ owner, now, key: idem?.key ?? null, hash: idem?.requestHash ?? null, rows });
   } catch (e) {
@@ -84,5 +104,4 @@ export function insertNewTasks(d: SqliteDb, owner: string, tasks: readonly NewTa
   }
   d.q(INSERT_EVENTS).run({ actor, now, rows });
   d.signal({ kind: 'wake' });
-  return tasks.map(({ id, spec, runAfter, slot }) => newWaitingTask(id, owner, spec, now, runAfter ?? null, slot ?? null));
 }

@@ -9,12 +9,21 @@
  * Times are epoch milliseconds (INTEGER). JSON columns hold TEXT written by
  * JSON.stringify. Task ids are ULIDs, so `ORDER BY id` is creation order.
  */
+import type Database from 'better-sqlite3';
 import type { SqliteDb } from './db.js';
 
 export interface Migration {
   version: number;
   name: string;
   sql: string;
+  /** Runs after `sql`, in the same transaction: what SQL alone cannot say (a table rebuild). */
+  run?: (db: Database.Database) => void;
+  /**
+   * Foreign keys off while it runs (a table other tables reference is rebuilt):
+   * set outside the transaction, as SQLite requires, and checked with
+   * foreign_key_check before the commit.
+   */
+  foreignKeysOff?: boolean;
 }
 
 export const MIGRATIONS: readonly Migration[] = [
@@ -396,6 +405,114 @@ ALTER TABLE leaders ADD COLUMN epoch INTEGER NOT NULL DEFAULT 1;
     // schedule_id, and `schedule_id = ?` implies the predicate on either planner.
     sql: `CREATE INDEX tasks_schedule_id ON tasks (schedule_id, id) WHERE schedule_id IS NOT NULL;`,
   },
+  {
+    version: 9,
+    name: "a schedule's active runs (overlap policies); how many slots a catch-up skipped; run record retention",
+    // activeScheduleRuns (store/schedules.ts): the overlap policies see every run of a schedule that
+    // has not ended, a slot's or a run-now one. Partial: only a schedule's tasks in a non-terminal
+    // state, so the index stays as small as the runs in flight; the IN list is spelled exactly as the
+    // query spells it (ACTIVE_RUN_STATES_SQL), so either planner proves the predicate.
+    // catchup_count / catchup_exact: on the first and last skipped run a catch-up recorded (reason
+    // catchup_*), how many slots it skipped in all (a lower bound when not exact); NULL on other runs.
+    sql: `CREATE INDEX tasks_schedule_active ON tasks (schedule_id, id) WHERE schedule_id IS NOT NULL AND state IN ('ready', 'waiting', 'running', 'retrying');
+ALTER TABLE schedule_runs ADD COLUMN catchup_count INTEGER;
+ALTER TABLE schedule_runs ADD COLUMN catchup_exact INTEGER CHECK (catchup_exact IN (0, 1));
+-- run_count: the schedule's rows in schedule_runs, kept in the transactions that add or delete them
+-- (fireSchedules, pruneScheduleRuns), so retention finds the schedules over the limit through the
+-- partial index below instead of counting every schedule's runs. Its 1100 is SCHEDULE_RUNS_KEPT +
+-- SCHEDULE_RUNS_SLACK (store/schedules.ts), spelled the same in pruneScheduleRuns' query.
+ALTER TABLE schedules ADD COLUMN run_count INTEGER NOT NULL DEFAULT 0;
+UPDATE schedules SET run_count = (SELECT count(*) FROM schedule_runs r WHERE r.schedule_id = schedules.id);
+CREATE INDEX schedules_runs_over ON schedules (id) WHERE run_count > 1100;`,
+  },
+  {
+    version: 10,
+    name: 'task outputs (DROVER_OUTPUT)',
+    // The KEY=VALUE pairs the succeeding attempt wrote (core/task-outputs.ts), as a JSON
+    // object of string -> string; NULL when none. Written once, with the result, by the
+    // end that makes the task succeeded (store/attempts.ts). Never filtered on: no index.
+    // Nullable without a default, so adding it rewrites no row.
+    sql: `ALTER TABLE tasks ADD COLUMN outputs TEXT;`,
+  },
+  {
+    version: 11,
+    name: 'DAGs, their versions and runs; tasks as DAG steps; task state skipped',
+    // SQLite cannot change a CHECK constraint in place: the tasks table is rebuilt with
+    // 'skipped' among its states (widenTaskStates, below), with foreign keys off.
+    foreignKeysOff: true,
+    run: widenTaskStates,
+    sql: `
+-- A DAG (issue 12): one row per (owner, name), pointing at its newest version.
+CREATE TABLE dags (
+  id              TEXT PRIMARY KEY,
+  owner           TEXT NOT NULL,
+  name            TEXT NOT NULL,
+  latest_version  INTEGER NOT NULL,
+  created_at      INTEGER NOT NULL,
+  updated_at      INTEGER NOT NULL,
+  UNIQUE (owner, name)
+);
+-- Every version ever applied (immutable): definition is core/dag/dag-definition.ts
+-- DagDefinition as JSON, hash its sha256 (an unchanged file stores no new version).
+CREATE TABLE dag_versions (
+  dag_id      TEXT NOT NULL REFERENCES dags(id),
+  version     INTEGER NOT NULL,
+  definition  TEXT NOT NULL,
+  hash        TEXT NOT NULL,
+  step_count  INTEGER NOT NULL,
+  created_at  INTEGER NOT NULL,
+  PRIMARY KEY (dag_id, version)
+);
+-- A run of one version. Its steps are tasks (tasks.dag_run_id, dag_step). state is
+-- written by the transaction that ends its last step (or by cancel); schedule_id and
+-- scheduled_at: a cron schedule's run of the DAG, one per slot as for tasks.
+CREATE TABLE dag_runs (
+  id           TEXT PRIMARY KEY,
+  owner        TEXT NOT NULL,
+  dag_id       TEXT NOT NULL REFERENCES dags(id),
+  dag_name     TEXT NOT NULL,
+  version      INTEGER NOT NULL,
+  state        TEXT NOT NULL CHECK (state IN ('running', 'succeeded', 'failed', 'cancelled')),
+  params       TEXT NOT NULL,
+  step_count   INTEGER NOT NULL,
+  -- The run's step states, one character per step in definition order (core/dag/step-states.ts):
+  -- what its progress decides from, written with every step change, so a step's end reads this
+  -- row instead of every step's.
+  step_states  TEXT NOT NULL,
+  schedule_id  TEXT,
+  scheduled_at INTEGER,
+  created_at   INTEGER NOT NULL,
+  updated_at   INTEGER NOT NULL,
+  ended_at     INTEGER
+);
+CREATE INDEX dag_runs_owner_id ON dag_runs (owner, id);
+CREATE INDEX dag_runs_dag_id ON dag_runs (dag_id, id);
+CREATE UNIQUE INDEX dag_runs_schedule_slot ON dag_runs (schedule_id, scheduled_at) WHERE schedule_id IS NOT NULL;
+
+-- A task that is a DAG step: its run and step name (unique in the run), and why it
+-- was skipped. No foreign key on dag_run_id: retention may remove runs and tasks apart.
+ALTER TABLE tasks ADD COLUMN dag_run_id TEXT;
+ALTER TABLE tasks ADD COLUMN dag_step TEXT;
+ALTER TABLE tasks ADD COLUMN skip_reason TEXT;
+CREATE UNIQUE INDEX tasks_dag_step ON tasks (dag_run_id, dag_step) WHERE dag_run_id IS NOT NULL;
+`,
+  },
+  {
+    version: 12,
+    name: 'cron schedules of DAGs',
+    sql: `
+-- A DAG schedule (drover cron add --dag NAME): each slot starts a run of the owner's DAG
+-- of this name (its newest version then) with these parameters (JSON object); template
+-- is then JSON null. Both NULL for a task schedule.
+ALTER TABLE schedules ADD COLUMN dag_name TEXT;
+ALTER TABLE schedules ADD COLUMN dag_params TEXT;
+-- A DAG schedule's fired slot: the run it started (task_id is NULL then). No foreign key,
+-- as for task_id: the record outlives the run.
+ALTER TABLE schedule_runs ADD COLUMN dag_run_id TEXT;
+-- activeScheduleRuns for a DAG schedule (overlap forbid / replace): its running runs.
+CREATE INDEX dag_runs_schedule_active ON dag_runs (schedule_id, id) WHERE schedule_id IS NOT NULL AND state = 'running';
+`,
+  },
 ];
 
 /** The schema version this code writes. */
@@ -406,6 +523,24 @@ export const LATEST_SCHEMA_VERSION: number = MIGRATIONS.reduce((v, m) => Math.ma
  * transaction; refuses a database written by a newer Drover.
  */
 export async function migrate(d: SqliteDb): Promise<void> {
+  // PRAGMA foreign_keys is a no-op inside a transaction: set it around the write. The
+  // store was just opened and migrate() runs before anything else writes through it.
+  const fkOff = pendingNeedFkOff(d.db);
+  if (fkOff) d.db.pragma('foreign_keys = OFF');
+  try {
+    await migrateIn(d, fkOff);
+  } finally {
+    if (fkOff) d.db.pragma('foreign_keys = ON');
+  }
+}
+
+function pendingNeedFkOff(db: Database.Database): boolean {
+  const hasTable = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'").get() !== undefined;
+  const current = hasTable ? (db.prepare('SELECT coalesce(max(version), 0) AS v FROM schema_migrations').get() as { v: number }).v : 0;
+  return MIGRATIONS.some((m) => m.version > current && m.foreignKeysOff === true);
+}
+
+async function migrateIn(d: SqliteDb, fkOff: boolean): Promise<void> {
   await d.write(() => {
     const db = d.db;
     db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)');
@@ -420,7 +555,39 @@ export async function migrate(d: SqliteDb): Promise<void> {
     for (const m of [...MIGRATIONS].sort((a, b) => a.version - b.version)) {
       if (m.version <= current) continue;
       db.exec(m.sql);
+      m.run?.(db);
       record.run(m.version, m.name, Date.now());
     }
+    if (fkOff) {
+      const broken = db.pragma('foreign_key_check') as unknown[];
+      if (broken.length > 0) throw new Error(`migration left ${broken.length} foreign key violations, e.g. ${JSON.stringify(broken[0])}; nothing was changed`);
+    }
   });
+}
+
+/**
+ * Version 11: the tasks table again, with 'skipped' among its states (the
+ * documented rebuild of SQLite's ALTER TABLE page: new table, copy, drop,
+ * rename, then its indexes and triggers again, read back from sqlite_master
+ * so whatever earlier versions added is kept). legacy_alter_table keeps the
+ * rename from re-checking other tables' triggers, which name tasks while it
+ * is briefly gone; foreign keys are off (Migration.foreignKeysOff) so the
+ * drop deletes nothing anywhere, and they are checked before the commit.
+ */
+function widenTaskStates(db: Database.Database): void {
+  const OLD = "CHECK (state IN ('ready', 'waiting', 'running', 'retrying', 'succeeded', 'failed', 'cancelled'))";
+  const NEW = "CHECK (state IN ('ready', 'waiting', 'running', 'retrying', 'succeeded', 'failed', 'cancelled', 'skipped'))";
+  const table = (db.prepare("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'tasks'").get() as { sql: string }).sql;
+  if (!table.includes(OLD) || !/^CREATE TABLE tasks\b/.test(table)) throw new Error('migration 11: the tasks table is not the one this migration knows');
+  const dependents = db.prepare("SELECT sql FROM sqlite_master WHERE tbl_name = 'tasks' AND type IN ('index', 'trigger') AND sql IS NOT NULL ORDER BY rowid").all() as Array<{ sql: string }>;
+  db.pragma('legacy_alter_table = ON');
+  try {
+    db.exec(table.replace(OLD, NEW).replace(/^CREATE TABLE tasks\b/, 'CREATE TABLE tasks_v11'));
+    db.exec('INSERT INTO tasks_v11 SELECT * FROM tasks');
+    db.exec('DROP TABLE tasks');
+    db.exec('ALTER TABLE tasks_v11 RENAME TO tasks');
+  } finally {
+    db.pragma('legacy_alter_table = OFF');
+  }
+  for (const x of dependents) db.exec(x.sql);
 }

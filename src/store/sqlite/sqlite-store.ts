@@ -2,7 +2,7 @@
  * The embedded store: SQLite through better-sqlite3 (design.md: the datastore
  * is also the queue). This file only composes the concern files (tokens.ts,
  * tasks.ts, attempts.ts, logs.ts, workers.ts, leadership.ts, web-sessions.ts,
- * feed.ts, task-views.ts, schedules.ts) over one
+ * feed.ts, task-views.ts, schedules.ts, dags.ts) over one
  * connection (db.ts: open, group commit, signals; its header states the
  * concurrency model). One server per file: signals stay in this process, and
  * with `lock: true` a second server on the same file is refused.
@@ -10,6 +10,7 @@
 import type Database from 'better-sqlite3';
 import type { Store, StoreCapabilities } from '../store.js';
 import { sqliteAttempts } from './attempts.js';
+import { sqliteDags } from './dags.js';
 import { openSqliteDb, type OpenSqliteOptions } from './db.js';
 import { sqliteFeed } from './feed.js';
 import { sqliteLeadership } from './leadership.js';
@@ -51,6 +52,7 @@ export function openSqliteStore(path: string, opts: OpenSqliteOptions = {}): Sql
     ...sqliteFeed(d),
     ...sqliteTaskViews(d),
     ...sqliteSchedules(d),
+    ...sqliteDags(d),
     onSignal: (listener) => d.onSignal(listener),
     migrate: () => migrate(d),
     close: () => d.close(),

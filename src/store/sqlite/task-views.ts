@@ -43,7 +43,7 @@ export function sqliteTaskListQuery(filter: TaskFilter, shape: 'tasks' | 'summar
 /** The summary columns in their SELECT order (task-list.ts summaryColumns), as summaryFromArray reads them. */
 const SUMMARY_NAMES = [
   'id', 'owner', 'name', 'kind', 'state', 'priority', 'attempts', 'retries_used', 'run_after', 'created_at', 'updated_at',
-  'schedule_id', 'scheduled_at',
+  'schedule_id', 'scheduled_at', 'dag_run_id', 'dag_step', 'skip_reason',
   'worker_id', 'started_at', 'ended_at', 'duration_ms', 'exit_code', 'signal', 'error', 'outcome',
 ] as const;
 const checkedStatements = new WeakSet<object>();
@@ -70,8 +70,8 @@ function summaryRows(d: SqliteDb, q: SqliteQuery): TaskSummary[] {
 function summaryFromArray(r: unknown[]): TaskSummary {
   return taskSummaryFromRow({
     id: r[0], owner: r[1], name: r[2], kind: r[3], state: r[4], priority: r[5], attempts: r[6], retries_used: r[7], run_after: r[8],
-    created_at: r[9], updated_at: r[10], schedule_id: r[11], scheduled_at: r[12], worker_id: r[13], started_at: r[14], ended_at: r[15],
-    duration_ms: r[16], exit_code: r[17], signal: r[18], error: r[19], outcome: r[20],
+    created_at: r[9], updated_at: r[10], schedule_id: r[11], scheduled_at: r[12], dag_run_id: r[13], dag_step: r[14], skip_reason: r[15],
+    worker_id: r[16], started_at: r[17], ended_at: r[18], duration_ms: r[19], exit_code: r[20], signal: r[21], error: r[22], outcome: r[23],
   } as TaskSummaryRow);
 }
 

@@ -17,6 +17,8 @@ import { isUniqueViolation } from './sqlite-errors.js';
 import { sqliteCreateTasks } from './create-tasks.js';
 import { sqliteTaskListQuery } from './task-views.js';
 import { pageOf } from '../task-list.js';
+import { dagStepRetryConflict } from '../dags.js';
+import { progressDagRuns } from './dag-runs.js';
 
 function idempotencyConflict(key: string, taskId: string): ConflictError {
   return new ConflictError(
@@ -27,6 +29,23 @@ function idempotencyConflict(key: string, taskId: string): ConflictError {
 /** Stores the plan's stop order on the attempt (it stays running); the updated row. */
 function storeStop(d: SqliteDb, stop: { attemptId: number; reason: string }): AttemptRow | undefined {
   return d.q("UPDATE attempts SET stop_reason = ? WHERE id = ? AND state = 'running' RETURNING *").get(stop.reason, stop.attemptId) as AttemptRow | undefined;
+}
+
+/**
+ * planCancel persisted, inside the caller's write: the task cancelled, its
+ * running attempt (if any) given a stop order, one event, the signals. Does
+ * not decide a DAG run's progress: cancelTask does that after it, and a DAG
+ * run's cancel ends the run itself (sqlite/dags.ts).
+ */
+export function cancelIn(d: SqliteDb, row: TaskRow, actor: string, now: number): CancelResult {
+  const running = runningAttemptOf(d, row);
+  const plan = planCancel(taskFromRow(row), running ?? null);
+  const task = d.q('UPDATE tasks SET state = ?, run_after = NULL, updated_at = ? WHERE id = ? RETURNING *').get(plan.event.to, now, row.id) as TaskRow;
+  const stopped = plan.stop ? storeStop(d, plan.stop) : undefined;
+  insertEvent(d, row.id, plan.event.from, plan.event.to, plan.event.reason, actor, now, plan.event.detail);
+  d.signal({ kind: 'task', taskId: row.id });
+  if (stopped) d.signal({ kind: 'cancel', taskId: row.id, attemptId: stopped.id });
+  return { task: taskFromRow(task), runningAttempt: stopped ? attemptFromRow(stopped) : null };
 }
 
 /**
@@ -144,14 +163,10 @@ export function sqliteTasks(d: SqliteDb): TaskStore {
       return d.write(() => {
         const row = taskRow(d, id);
         if (!row) throw new NotFoundError('task', id);
-        const running = runningAttemptOf(d, row);
-        const plan = planCancel(taskFromRow(row), running ?? null);
-        const task = d.q('UPDATE tasks SET state = ?, run_after = NULL, updated_at = ? WHERE id = ? RETURNING *').get(plan.event.to, now, id) as TaskRow;
-        const stopped = plan.stop ? storeStop(d, plan.stop) : undefined;
-        insertEvent(d, id, plan.event.from, plan.event.to, plan.event.reason, actor, now, plan.event.detail);
-        d.signal({ kind: 'task', taskId: id });
-        if (stopped) d.signal({ kind: 'cancel', taskId: id, attemptId: stopped.id });
-        return { task: taskFromRow(task), runningAttempt: stopped ? attemptFromRow(stopped) : null };
+        const res = cancelIn(d, row, actor, now);
+        // A DAG step: its dependents are decided in this transaction too.
+        if (row.dag_run_id !== null) progressDagRuns(d, [{ runId: row.dag_run_id, taskId: id, step: row.dag_step!, state: 'cancelled' }], now);
+        return res;
       });
     },
 
@@ -164,6 +179,7 @@ export function sqliteTasks(d: SqliteDb): TaskStore {
       return d.write(() => {
         const row = taskRow(d, id);
         if (!row) throw new NotFoundError('task', id);
+        if (row.dag_run_id !== null) throw dagStepRetryConflict(row);
         const running = runningAttemptOf(d, row);
         const plan = planRetry(taskFromRow(row), running ? { id: running.id, stopReason: running.stop_reason } : null);
         const task = d

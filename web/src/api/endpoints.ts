@@ -4,6 +4,14 @@
 import { request } from './http';
 import type {
   CountsAnswer,
+  CreateScheduleRequest,
+  Dag,
+  DagPage,
+  DagRun,
+  DagRunDetail,
+  DagRunPage,
+  CronNext,
+  CronNextQuery,
   ListTasksQuery,
   LogChunkPage,
   LogChunksQuery,
@@ -12,6 +20,7 @@ import type {
   ScheduleDetail,
   SchedulePage,
   Schedule,
+  ScheduleRunNow,
   SessionInfo,
   SubmitTaskRequest,
   Task,
@@ -54,5 +63,29 @@ export const api = {
     request<ScheduleDetail>('GET', `/v1/schedules/${enc(name)}`, { query: { owner }, signal }),
   pauseSchedule: (owner: string, name: string) => request<{ schedule: Schedule }>('POST', `/v1/schedules/${enc(name)}/pause`, { query: { owner } }),
   resumeSchedule: (owner: string, name: string) => request<{ schedule: Schedule }>('POST', `/v1/schedules/${enc(name)}/resume`, { query: { owner } }),
-  runSchedule: (owner: string, name: string) => request<{ task: Task }>('POST', `/v1/schedules/${enc(name)}/run`, { query: { owner } }),
+  /** A task schedule's answer is the task it made; a DAG schedule's, the run it started (409 when its DAG is gone or refuses its parameters). */
+  runSchedule: (owner: string, name: string) => request<ScheduleRunNow>('POST', `/v1/schedules/${enc(name)}/run`, { query: { owner } }),
+  /** Creates one of the caller's own schedules; 409 when the caller already has one of that name. */
+  createSchedule: (body: CreateScheduleRequest) => request<{ schedule: Schedule }>('POST', '/v1/schedules', { body }),
+  deleteSchedule: (owner: string, name: string) => request<{ deleted: boolean; schedule: Schedule }>('DELETE', `/v1/schedules/${enc(name)}`, { query: { owner } }),
+  /**
+   * DAGs: the per-name routes take the owner like schedules (an admin may read
+   * and run anyone's; a name is unique per owner); runs are by id.
+   */
+  /** Without `owner`, everyone's for an admin (a user always gets their own). */
+  dags: (q: { owner?: string }, signal?: AbortSignal) => request<DagPage>('GET', '/v1/dags', { query: { ...q, limit: 500 }, signal }),
+  dag: (owner: string, name: string, signal?: AbortSignal) => request<{ dag: Dag }>('GET', `/v1/dags/${enc(name)}`, { query: { owner }, signal }),
+  /** Starts a run of the DAG's newest version; a bad parameter is a 400 naming `params.KEY`. */
+  startDagRun: (owner: string, name: string, params: Record<string, string>) =>
+    request<{ run: DagRun }>('POST', `/v1/dags/${enc(name)}/runs`, { query: { owner }, body: { params } }),
+  dagRuns: (owner: string, dag: string, signal?: AbortSignal) =>
+    request<DagRunPage>('GET', '/v1/dag-runs', { query: { dag, owner, limit: 100 }, signal }),
+  dagRun: (id: string, signal?: AbortSignal) => request<DagRunDetail>('GET', `/v1/dag-runs/${enc(id)}`, { signal }),
+  /** 409 once the run has ended. */
+  cancelDagRun: (id: string) => request<{ run: DagRun }>('POST', `/v1/dag-runs/${enc(id)}/cancel`),
+  /** 409 while it runs, when nothing failed, or while a cancelled step's attempt is still being stopped. */
+  retryDagRun: (id: string) => request<{ run: DagRun }>('POST', `/v1/dag-runs/${enc(id)}/retry`),
+
+  /** The next fire times of an unsaved expression (nothing is created); a bad schedule or tz is a 400 naming it. */
+  cronNext: (q: CronNextQuery, signal?: AbortSignal) => request<CronNext>('GET', '/v1/cron/next', { query: { ...q }, signal }),
 };

@@ -1,6 +1,6 @@
 /**
- * The navigation list. Later pages (DAG runs, services,
- * artifacts) add an entry here; the side navigation is a list that grows
+ * The navigation list. Later pages (services, artifacts) add an entry here
+ * (a run's page is reached from its DAG, so only DAGs has one); the side navigation is a list that grows
  * downwards, and on a phone it folds into the menu button.
  */
 export interface NavItem {
@@ -15,5 +15,6 @@ export const NAV_ITEMS: readonly NavItem[] = [
   { to: '/tasks', label: 'Tasks' },
   { to: '/workers', label: 'Workers' },
   { to: '/schedules', label: 'Schedules' },
+  { to: '/dags', label: 'DAGs' },
   { to: '/submit', label: 'Submit' },
 ];

@@ -1,10 +1,16 @@
-/** Pause/Resume and Run now for one schedule; errors inline, like the other action buttons. */
+/**
+ * Pause/Resume, Run now and Remove (two steps) for one schedule; errors
+ * inline, like the other action buttons. Run now links to what it started:
+ * a task schedule's task, or a DAG schedule's run.
+ */
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { Link } from 'react-router';
 import { api } from '../api/endpoints';
 import { errorMessage } from '../api/api-error';
 import { qk } from '../api/query-keys';
 import type { Schedule } from '../api/types';
+import { dagRunPath } from '../dag/dag-links';
+import { RemoveScheduleButton, useRemoveSchedule } from './remove-schedule-button';
 
 export function ScheduleActions({ schedule }: { schedule: Schedule }) {
   const qc = useQueryClient();
@@ -21,12 +27,13 @@ export function ScheduleActions({ schedule }: { schedule: Schedule }) {
   });
   const run = useMutation({
     mutationFn: () => api.runSchedule(owner, name),
-    onSuccess: () => {
+    onSuccess: (r) => {
       refresh();
-      void qc.invalidateQueries({ queryKey: qk.taskLists });
+      void qc.invalidateQueries({ queryKey: r.run ? qk.dagRunLists : qk.taskLists });
     },
   });
-  const error = toggle.error ?? run.error;
+  const remove = useRemoveSchedule(schedule);
+  const error = toggle.error ?? run.error ?? remove.error;
   return (
     <div className="schedule-actions">
       <button
@@ -41,9 +48,15 @@ export function ScheduleActions({ schedule }: { schedule: Schedule }) {
       <button type="button" className="btn btn-small" disabled={run.isPending} onClick={() => run.mutate()} aria-label={`Run schedule ${name} now`}>
         {run.isPending ? 'Starting…' : 'Run now'}
       </button>
-      {run.data && !run.isPending && (
+      <RemoveScheduleButton name={name} remove={remove} />
+      {run.data?.task && !run.isPending && (
         <Link to={`/tasks/${run.data.task.id}`} className="schedule-run-link" data-testid="run-now-task">
           Started task
+        </Link>
+      )}
+      {run.data?.run && !run.isPending && (
+        <Link to={dagRunPath(run.data.run.id)} className="schedule-run-link" data-testid="run-now-dag-run">
+          Started DAG run
         </Link>
       )}
       {error && (

@@ -11,6 +11,7 @@ const LABELS: Record<string, string> = {
   succeeded: 'succeeded',
   failed: 'failed',
   cancelled: 'cancelled',
+  skipped: 'skipped',
   timed_out: 'timed out',
   lost: 'lost',
   connected: 'connected',

@@ -48,3 +48,26 @@ export function isoToLocalInput(iso: string | undefined): string {
   const p = (n: number) => String(n).padStart(2, '0');
   return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}`;
 }
+
+const zoneFmts = new Map<string, Intl.DateTimeFormat>();
+
+/** The wall-clock reading of `iso` in IANA zone `tz` ("Sun, Mar 8, 2026, 03:00:00"); the ISO text if the browser does not know the zone. */
+export function formatInZone(iso: string, tz: string): string {
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return '—';
+  let f = zoneFmts.get(tz);
+  if (!f) {
+    try {
+      f = new Intl.DateTimeFormat(undefined, { timeZone: tz, weekday: 'short', year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit', hour12: false });
+    } catch {
+      return d.toISOString();
+    }
+    zoneFmts.set(tz, f);
+  }
+  return f.format(d);
+}
+
+/** This browser's IANA zone (e.g. "Europe/Berlin"). */
+export function browserTimeZone(): string {
+  return Intl.DateTimeFormat().resolvedOptions().timeZone;
+}

@@ -10,7 +10,9 @@
  * - workers (`['workers']`): rows replaced or added by id; a task starting or
  *   leaving `running` refetches the list (its slots and running attempts);
  * - schedules (`['schedules',...]`): a change to a task a schedule made
- *   refetches them, debounced (0.3 s, at least every 1 s).
+ *   refetches them, debounced (0.3 s, at least every 1 s);
+ * - DAG runs (`['dag-runs',...]`): a change to a step's task patches its
+ *   run's detail and refetches it and the run lists (dag-run-patcher.ts).
  * `reset` (the stream's cursor expired) invalidates everything: every active
  * query refetches and the stream continues from the head.
  */
@@ -18,6 +20,7 @@ import type { QueryClient } from '@tanstack/react-query';
 import { qk } from '../api/query-keys';
 import type { ListTasksQuery, TaskDetail, TaskSummary, WorkerInfo } from '../api/types';
 import { debouncer } from './debouncer';
+import { DagRunPatcher } from './dag-run-patcher';
 import { patchTaskPage, type LivePage } from './patch-lists';
 
 const DEFAULT_LIMIT = 50;
@@ -28,6 +31,7 @@ export class CachePatcher {
   private readonly minutes;
   private readonly workers;
   private readonly schedules;
+  private readonly dagRuns;
   private readonly detailTimers = new Map<string, ReturnType<typeof setTimeout>>();
 
   constructor(private readonly qc: QueryClient) {
@@ -35,6 +39,7 @@ export class CachePatcher {
     this.minutes = debouncer(() => void qc.invalidateQueries({ queryKey: qk.minutes }), 5000, 15000);
     this.workers = debouncer(() => void qc.invalidateQueries({ queryKey: qk.workers }), 500, 1500);
     this.schedules = debouncer(() => void qc.invalidateQueries({ queryKey: qk.schedules }), 300, 1000);
+    this.dagRuns = new DagRunPatcher(qc);
   }
 
   applyChanges(tasks: readonly TaskSummary[], workers: readonly WorkerInfo[]): void {
@@ -57,6 +62,7 @@ export class CachePatcher {
     this.minutes.cancel();
     this.workers.cancel();
     this.schedules.cancel();
+    this.dagRuns.dispose();
     for (const t of this.detailTimers.values()) clearTimeout(t);
     this.detailTimers.clear();
   }
@@ -79,6 +85,7 @@ export class CachePatcher {
     this.minutes.trigger();
     if (runningChanged) this.workers.trigger();
     if (tasks.some((t) => t.scheduleId !== null && t.scheduleId !== undefined)) this.schedules.trigger();
+    this.dagRuns.apply(tasks);
   }
 
   private patchDetail(t: TaskSummary): void {
@@ -88,7 +95,7 @@ export class CachePatcher {
     if (t.updatedAt >= cur.task.updatedAt) {
       this.qc.setQueryData<TaskDetail>(key, {
         ...cur,
-        task: { ...cur.task, state: t.state, attempts: t.attempts, retriesUsed: t.retriesUsed, updatedAt: t.updatedAt, runAfter: t.runAfter },
+        task: { ...cur.task, state: t.state, attempts: t.attempts, retriesUsed: t.retriesUsed, updatedAt: t.updatedAt, runAfter: t.runAfter, skipReason: t.skipReason ?? null },
       });
     }
     if (this.detailTimers.has(t.id)) return;

@@ -4,6 +4,7 @@
  * reports a change to a task a schedule made (api/queries.ts).
  */
 import { useQuery } from '@tanstack/react-query';
+import { Link } from 'react-router';
 import { schedulesQuery } from '../api/queries';
 import { useSignedIn } from '../auth/session-context';
 import { PageHeader } from '../components/page-header';
@@ -21,18 +22,23 @@ export function SchedulesPage() {
       <PageHeader
         title="Schedules"
         docTitle="Schedules"
-        subtitle={schedules ? `${schedules.length} schedule${schedules.length === 1 ? '' : 's'}, ${paused} paused` : 'Cron schedules that create tasks'}
+        subtitle={schedules ? `${schedules.length} schedule${schedules.length === 1 ? '' : 's'}, ${paused} paused` : 'Cron schedules that run tasks and DAGs'}
+        actions={
+          <Link to="/schedules/new" className="btn btn-primary">
+            Add schedule
+          </Link>
+        }
       />
       {q.isError && <ErrorNotice error={q.error} retry={() => void q.refetch()} title="Could not load schedules" />}
       {schedules === undefined && !q.isError && <div className="card skeleton-card" aria-busy="true" />}
       {schedules && schedules.length === 0 && (
         <EmptyState title="No schedules yet">
           <p>
-            Create one with <code>drover cron add NAME --schedule EXPR -- CMD</code>.
+            <Link to="/schedules/new">Add the first one</Link>, or create one with <code>drover cron add NAME --schedule EXPR -- CMD</code>.
           </p>
         </EmptyState>
       )}
-      {schedules && schedules.length > 0 && <SchedulesTable schedules={schedules} showOwner={me.role === 'admin'} />}
+      {schedules && schedules.length > 0 && <SchedulesTable schedules={schedules} showOwner={me.role === 'admin'} me={me.user} />}
     </>
   );
 }

@@ -1,4 +1,4 @@
-/** One task: what it runs, its environment and policies, attempts, events and log, and the actions on it. */
+/** One task: what it runs, its environment and policies, its outputs, attempts, events and log, and the actions on it. */
 import { useQuery } from '@tanstack/react-query';
 import { Link, useParams } from 'react-router';
 import { taskDetailQuery } from '../api/queries';
@@ -10,6 +10,7 @@ import { Section } from '../components/section';
 import { KvList } from '../components/kv-list';
 import { CommandView } from '../components/command-view';
 import { EnvTable } from '../components/env-table';
+import { OutputsTable } from '../components/outputs-table';
 import { AttemptsTable } from '../components/attempts-table';
 import { EventsTimeline } from '../components/events-timeline';
 import { LogViewer } from '../components/log-viewer';
@@ -22,6 +23,8 @@ import { EmptyState } from '../components/empty-state';
 import { formatDuration } from '../format/duration';
 import { TERMINAL_STATES, type TaskDetail as TaskDetailData } from '../api/types';
 import { useRunGeneration } from '../hooks/use-run-generation';
+import { skipReasonText } from '../dag/step-text';
+import { dagRunPath } from '../dag/dag-links';
 
 const TASK_ID = /^[0-9A-HJKMNP-TV-Z]{26}$/;
 
@@ -79,6 +82,20 @@ function TaskDetail({ detail }: { detail: TaskDetailData }) {
               ['Created', <TimeText key="c" iso={task.createdAt} />],
               ['Updated', <TimeText key="u" iso={task.updatedAt} />],
               ...(task.runAfter ? ([['Runs after', <TimeText key="a" iso={task.runAfter} />]] as const) : []),
+              ...(task.dagRunId
+                ? ([
+                    [
+                      'DAG step',
+                      <span key="d">
+                        step <strong>{task.dagStep}</strong> of run{' '}
+                        <Link to={dagRunPath(task.dagRunId)} data-testid="task-dag-run">
+                          <code>{task.dagRunId}</code>
+                        </Link>
+                      </span>,
+                    ],
+                  ] as const)
+                : []),
+              ...(task.skipReason ? ([['Skipped because', <span key="k" data-testid="task-skip-reason">{skipReasonText(task.skipReason)}</span>]] as const) : []),
               ['Labels', <LabelsList key="l" labels={task.labels} />],
               ['Requires', <LabelsList key="q" labels={task.requires} empty="any worker" />],
             ]}
@@ -93,6 +110,9 @@ function TaskDetail({ detail }: { detail: TaskDetailData }) {
           </Section>
         </div>
       </div>
+      <Section title="Outputs" id="outputs">
+        <OutputsTable outputs={task.outputs} />
+      </Section>
       <Section title="Attempts" id="attempts">
         <AttemptsTable attempts={attempts} />
       </Section>

@@ -1,0 +1,129 @@
+/**
+ * A DAG run's progress on PostgreSQL, inside the caller's transaction
+ * (store/dags.ts header): the run's row locked and read (its step states,
+ * core/dag/step-states.ts), the plan of store/dag-progress.ts stored with
+ * set-based statements, the run's new step states written.
+ *
+ * The run's row lock (FOR UPDATE) serializes every progress of one run
+ * across servers: two steps that end at once in two transactions each end
+ * their own task, then queue on the run's row; the second's locking read
+ * returns the row as the first committed it (READ COMMITTED re-reads a
+ * locked row's newest version), step states included, so it sees both ends
+ * and the step that waited for both is released, exactly once (each write
+ * is also guarded on `state = 'ready'`).
+ *
+ * Lock order. Writes that start from a run (cancelDagRun, retryDagRun, and
+ * cancelTask of a step) lock the run's row first, then tasks; the end of an
+ * attempt locks its task first (it does not know the run before reading it),
+ * then the run, and then writes only pending steps, which nobody else writes
+ * without holding the run's row. The one cycle left is an end racing a
+ * cancel of the same run; PostgreSQL breaks it (deadlock_detected) and
+ * db.ts runs the loser again.
+ */
+import { assertTransition } from '../../core/task-state.js';
+import { cacheDag, cachedDag, planRunProgress, releasedEnv, type ParsedDag, type RunHead, type RunProgress } from '../dag-progress.js';
+import { DAG_ACTOR, type DagChange } from '../dags.js';
+import { changesByRun } from '../dag-changes.js';
+import type { Queryable, Tx } from './db.js';
+
+/** The run's row, locked until COMMIT (see the header); undefined when there is none. */
+export async function lockRun(tx: Queryable, runId: string): Promise<RunHead | undefined> {
+  return (await tx.query<RunHead>('SELECT id, dag_id, version, state, step_states, updated_at FROM dag_runs WHERE id = $1 FOR UPDATE', [runId])).rows[0];
+}
+
+export async function dagOf(q: Queryable, run: Pick<RunHead, 'dag_id' | 'version'>): Promise<ParsedDag> {
+  const hit = cachedDag(run.dag_id, run.version);
+  if (hit) return hit;
+  const r = await q.query<{ definition: string }>('SELECT definition FROM dag_versions WHERE dag_id = $1 AND version = $2', [run.dag_id, run.version]);
+  return cacheDag(run.dag_id, run.version, r.rows[0]!.definition);
+}
+
+/**
+ * Follows up the changed steps of each run (once per run, in run id order). A
+ * run that is not running is left alone. Returns the time the progress was
+ * dated (dag-progress.ts progressTime: later than `now` when this transaction
+ * waited for the run's row while another committed a later progress; `now`
+ * if no progress was made), so a claim in the same transaction is not dated before it.
+ */
+export async function progressDagRuns(tx: Tx, changes: readonly DagChange[], now: number): Promise<number> {
+  let at = now;
+  for (const [runId, steps] of changesByRun(changes)) {
+    const run = await lockRun(tx, runId);
+    if (!run || run.state !== 'running') continue;
+    const p = planRunProgress(await dagOf(tx, run), run, steps, now);
+    await applyProgress(tx, runId, p);
+    at = Math.max(at, p.at);
+  }
+  return at;
+}
+
+/** $1 run id, $2 step names: their outputs, from the run's range of tasks_dag_step. */
+export const OUTPUTS_OF = 'SELECT dag_step, outputs FROM tasks WHERE dag_run_id = $1 AND dag_step = ANY($2::text[]) AND outputs IS NOT NULL';
+
+/**
+ * Stores a plan, dated p.at: the releases in one statement (their env with
+ * their dependencies' outputs, read first when there are any), the skips in
+ * another, then the run's step states and end. Writes are keyed by (run,
+ * step) (tasks_dag_step) and guarded on `state = 'ready'`.
+ */
+export async function applyProgress(tx: Tx, runId: string, p: RunProgress): Promise<void> {
+  const now = p.at;
+  const releases = p.writes.flatMap((w) => (w.to === 'waiting' ? [w] : []));
+  const skips = p.writes.flatMap((w) => (w.to === 'skipped' ? [w] : []));
+  if (releases.length > 0) {
+    assertTransition('ready', 'waiting', 'released');
+    const deps = [...new Set(releases.flatMap((w) => w.deps))];
+    const outputs = new Map<string, string>();
+    if (deps.length > 0) {
+      const r = await tx.query<{ dag_step: string; outputs: string }>(OUTPUTS_OF, [runId, deps]);
+      for (const row of r.rows) outputs.set(row.dag_step, row.outputs);
+    }
+    const envs = new Map<string, string | null>();
+    const needEnv = releases.filter((w) => w.deps.some((d) => outputs.has(d)));
+    if (needEnv.length > 0) {
+      const r = await tx.query<{ dag_step: string; env: string }>('SELECT dag_step, env FROM tasks WHERE dag_run_id = $1 AND dag_step = ANY($2::text[])', [runId, needEnv.map((w) => w.step)]);
+      const stored = new Map(r.rows.map((row) => [row.dag_step, row.env]));
+      for (const w of needEnv) {
+        const env = stored.get(w.step);
+        if (env !== undefined) envs.set(w.step, releasedEnv(env, w.deps, outputs));
+      }
+    }
+    const r = await tx.query<{ id: string }>(
+      `WITH u AS (
+         UPDATE tasks t SET state = 'waiting', env = coalesce(v.env, t.env), updated_at = $1
+         FROM unnest($2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS v(step, env, detail, n)
+         WHERE t.dag_run_id = $6 AND t.dag_step = v.step AND t.state = 'ready'
+         RETURNING t.id, v.detail, v.n
+       ), e AS (
+         INSERT INTO task_events (task_id, from_state, to_state, reason, actor, at, detail)
+         SELECT u.id, 'ready', 'waiting', 'released', $5, $1, u.detail FROM u ORDER BY u.n
+       )
+       SELECT id FROM u`,
+      [now, releases.map((w) => w.step), releases.map((w) => envs.get(w.step) ?? null), releases.map((w) => JSON.stringify(w.detail)), DAG_ACTOR, runId],
+    );
+    if (r.rows.length > 0) tx.signal({ kind: 'wake' }, ...r.rows.map((x) => ({ kind: 'task' as const, taskId: x.id })));
+  }
+  if (skips.length > 0) {
+    assertTransition('ready', 'skipped', 'step_skipped');
+    const r = await tx.query<{ id: string }>(
+      `WITH u AS (
+         UPDATE tasks t SET state = 'skipped', skip_reason = v.reason, updated_at = $1
+         FROM unnest($2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS v(step, reason, detail, n)
+         WHERE t.dag_run_id = $6 AND t.dag_step = v.step AND t.state = 'ready'
+         RETURNING t.id, v.detail, v.n
+       ), e AS (
+         INSERT INTO task_events (task_id, from_state, to_state, reason, actor, at, detail)
+         SELECT u.id, 'ready', 'skipped', 'step_skipped', $5, $1, u.detail FROM u ORDER BY u.n
+       )
+       SELECT id FROM u`,
+      [now, skips.map((w) => w.step), skips.map((w) => w.skipReason), skips.map((w) => JSON.stringify(w.detail)), DAG_ACTOR, runId],
+    );
+    for (const x of r.rows) tx.signal({ kind: 'task', taskId: x.id });
+  }
+  await tx.query(
+    `UPDATE dag_runs SET step_states = $1, updated_at = $2,
+       state = coalesce($3, state), ended_at = CASE WHEN $3::text IS NULL THEN ended_at ELSE $2::bigint END
+     WHERE id = $4`,
+    [p.stepStates, now, p.runEnd, runId],
+  );
+}
