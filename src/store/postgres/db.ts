@@ -90,7 +90,7 @@ export class Db {
   private readonly names = new Map<string, string>();
   /** False once a connection refused PLAN_MODE_SQL (before PostgreSQL 12): no named statements then. */
   private customPlans = true;
-  /** Each pooled connection's plan_cache_mode as last set (PLAN_MODE_SQL). */
+  /** Each pooled connection's plan_cache_mode as last set (PLAN_MODE_SQL); none yet: unknown, SET before its first named statement. */
   private readonly planModes = new WeakMap<pg.PoolClient, PlanMode>();
 
   constructor(
@@ -99,14 +99,9 @@ export class Db {
     poolSize: number,
   ) {
     this.connectionRetries = poolSize + 1;
-    // Queued before anything a caller sends on the new connection, so it is in effect for it.
-    pool.on('connect', (client) => {
-      this.planModes.set(client, 'custom');
-      client.query(PLAN_MODE_SQL.custom).catch((e: unknown) => {
-        // 42704: no such setting (PostgreSQL < 12). Any other failure is the connection's, which the pool discards.
-        if ((e as { code?: string }).code === '42704') this.customPlans = false;
-      });
-    });
+    // A new connection's mode is unknown (the server's default, or a DBA's setting) and is SET before its
+    // first named statement (planMode). Not from the pool's 'connect' event: a query queued there runs while
+    // the caller's first query waits behind it, which pg 8 reports as a deprecation warning on stderr.
   }
 
   /**
@@ -145,7 +140,14 @@ export class Db {
   /** Puts `client` in `mode` (PLAN_MODE_SQL) unless it is there; call outside a transaction. */
   private async planMode(client: pg.PoolClient, mode: PlanMode): Promise<void> {
     if (!this.customPlans || this.planModes.get(client) === mode) return;
-    await client.query(PLAN_MODE_SQL[mode]);
+    try {
+      await client.query(PLAN_MODE_SQL[mode]);
+    } catch (e) {
+      // 42704: no such setting (PostgreSQL < 12): named statements are not used from then on (prepared()).
+      if ((e as { code?: string }).code !== '42704') throw e;
+      this.customPlans = false;
+      return;
+    }
     this.planModes.set(client, mode);
   }
 
