@@ -199,4 +199,11 @@ export interface DagChange {
   /** The step's name and the terminal state its task reached. */
   step: string;
   state: TaskState;
+  /**
+   * The step's outputs as this transaction leaves them (the stored JSON text,
+   * null for none), when the writer knows them: the release of its
+   * dependents then need not read them back (PostgreSQL's dag-runs.ts).
+   * Undefined: not known, read from the store.
+   */
+  outputs?: string | null;
 }

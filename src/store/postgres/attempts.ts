@@ -205,7 +205,11 @@ async function endIn(tx: Tx, requests: EndRequest[], now: number): Promise<{ end
       }
       accepted.push({ row, waiting: plan.state === 'waiting' });
       // A DAG step that ended: its run's progress is decided below, in this transaction.
-      if (row.task.dag_run_id !== null && plan.event !== null && isTerminal(plan.state)) dag.push({ runId: row.task.dag_run_id, taskId: row.task.id, step: row.task.dag_step!, state: plan.state });
+      // Its outputs as the write below leaves them (coalesce with the stored ones), so the release need not read them back.
+      if (row.task.dag_run_id !== null && plan.event !== null && isTerminal(plan.state)) {
+        const outputs = plan.outputs !== null ? JSON.stringify(plan.outputs) : row.task.outputs;
+        dag.push({ runId: row.task.dag_run_id, taskId: row.task.id, step: row.task.dag_step!, state: plan.state, outputs });
+      }
     }
     if (a.id.length === 0) return { ended: accepted.map(() => null), at: now };
     // coalesce: a null result keeps the stored one, so a result is recorded exactly once; the same
