@@ -16,7 +16,8 @@ import type { StopOrder } from '../../core/protocol.js';
 import { attemptStateOf, type Attempt } from '../../core/task.js';
 import { assertTransition, isTerminal } from '../../core/task-state.js';
 import type { DagChange } from '../dags.js';
-import { progressDagRuns } from './dag-runs.js';
+import type { RunHead } from '../dag-progress.js';
+import { LOCK_RUNS_CTE, progressDagRuns, runIds } from './dag-runs.js';
 import type { AttemptEndResult, AttemptStore, Claim, ClaimingWorker, EndAndClaimResult, EndGuard, EndRequest, RefillClaim, RenewResult, ReportCheck } from '../attempts.js';
 import { attemptFromRow, taskFromRow, type AttemptRow, type TaskRow } from '../rows.js';
 import type { Db, Tx } from './db.js';
@@ -215,7 +216,7 @@ async function endIn(tx: Tx, requests: EndRequest[], now: number): Promise<{ end
     // coalesce: a null result keeps the stored one, so a result is recorded exactly once; the same
     // for outputs, which a plan carries only when the task becomes succeeded.
     const w = (
-      await tx.query<{ tasks: TaskRow[] | null; attempts: AttemptRow[] }>(
+      await tx.query<{ tasks: TaskRow[] | null; attempts: AttemptRow[]; runs: RunHead[] | null }>(
         `WITH ua AS (
            UPDATE attempts SET state = u.state, ended_at = $1, exit_code = u.exit_code, signal = u.signal, error = u.error, duration_ms = u.duration_ms
            FROM unnest($2::bigint[], $3::text[], $4::int[], $5::text[], $6::text[], $7::bigint[]) AS u(id, state, exit_code, signal, error, duration_ms)
@@ -233,13 +234,15 @@ async function endIn(tx: Tx, requests: EndRequest[], now: number): Promise<{ end
            SELECT x.task_id, x.from_state, x.to_state, x.reason, x.actor, $1, x.detail
            FROM unnest($14::text[], $15::text[], $16::text[], $17::text[], $18::text[], $19::text[]) WITH ORDINALITY AS x(task_id, from_state, to_state, reason, actor, detail, n)
            ORDER BY x.n
+         ), lr AS (
+           ${LOCK_RUNS_CTE}
          )
-         SELECT (SELECT json_agg(ut) FROM ut) AS tasks, (SELECT json_agg(ua) FROM ua) AS attempts`,
-        [now, a.id, a.state, a.exitCode, a.signal, a.error, a.durationMs, t.id, t.state, t.retriesUsed, t.lostCount, t.runAfter, t.result, e.taskId, e.from, e.to, e.reason, e.actor, e.detail, t.outputs],
+         SELECT (SELECT json_agg(ut) FROM ut) AS tasks, (SELECT json_agg(ua) FROM ua) AS attempts, (SELECT json_agg(lr) FROM lr) AS runs`,
+        [now, a.id, a.state, a.exitCode, a.signal, a.error, a.durationMs, t.id, t.state, t.retriesUsed, t.lostCount, t.runAfter, t.result, e.taskId, e.from, e.to, e.reason, e.actor, e.detail, t.outputs, runIds(dag)],
       )
     ).rows[0]!;
     // Releasing a step's dependents is written with the step's end, never afterwards (store/dags.ts).
-    const at = dag.length > 0 ? await progressDagRuns(tx, dag, now) : now;
+    const at = dag.length > 0 ? await progressDagRuns(tx, dag, now, new Map((w.runs ?? []).map((r) => [r.id, r]))) : now;
     const tasks = new Map((w.tasks ?? []).map((row) => [row.id, row]));
     const attempts = new Map(w.attempts.map((row) => [row.id, row]));
     const ended = accepted.map((x) => {

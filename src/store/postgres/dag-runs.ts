@@ -15,7 +15,8 @@
  * Lock order. Writes that start from a run (cancelDagRun, retryDagRun, and
  * cancelTask of a step) lock the run's row first, then tasks; the end of an
  * attempt locks its task first (it does not know the run before reading it),
- * then the run, and then writes only pending steps, which nobody else writes
+ * then the run (in the statement that ends it: LOCK_RUNS_CTE), and then
+ * writes only pending steps, which nobody else writes
  * without holding the run's row. The one cycle left is an end racing a
  * cancel of the same run; PostgreSQL breaks it (deadlock_detected) and
  * db.ts runs the loser again.
@@ -25,6 +26,22 @@ import { cacheDag, cachedDag, planRunProgress, releasedEnv, type ParsedDag, type
 import { DAG_ACTOR, type DagChange } from '../dags.js';
 import { changesByRun } from '../dag-changes.js';
 import type { Queryable, Tx } from './db.js';
+
+/**
+ * The rows of the runs $21 (ids, in id order), locked as lockRun locks one:
+ * a CTE of the statement that ends the attempts (attempts.ts endIn), which
+ * already holds their tasks' rows, so the lock order stays task, then run,
+ * and a step's end takes one round trip less (measured on a 100-step chain
+ * on PostgreSQL, each statement of a step's end cost 0.4-0.6 ms besides its
+ * own work). A run locked here whose row another transaction changed comes
+ * back as that one committed it, as from lockRun.
+ */
+export const LOCK_RUNS_CTE = 'SELECT id, dag_id, version, state, step_states, updated_at FROM dag_runs WHERE id = ANY($21::text[]) ORDER BY id FOR UPDATE';
+
+/** The distinct runs of `changes`, in id order (LOCK_RUNS_CTE's parameter). */
+export function runIds(changes: readonly DagChange[]): string[] {
+  return [...new Set(changes.map((c) => c.runId))].sort();
+}
 
 /** The run's row, locked until COMMIT (see the header); undefined when there is none. */
 export async function lockRun(tx: Queryable, runId: string): Promise<RunHead | undefined> {
@@ -45,10 +62,11 @@ export async function dagOf(q: Queryable, run: Pick<RunHead, 'dag_id' | 'version
  * waited for the run's row while another committed a later progress; `now`
  * if no progress was made), so a claim in the same transaction is not dated before it.
  */
-export async function progressDagRuns(tx: Tx, changes: readonly DagChange[], now: number): Promise<number> {
+export async function progressDagRuns(tx: Tx, changes: readonly DagChange[], now: number, locked: ReadonlyMap<string, RunHead> = new Map()): Promise<number> {
   let at = now;
   for (const [runId, steps] of changesByRun(changes)) {
-    const run = await lockRun(tx, runId);
+    // `locked`: rows this transaction already locked (LOCK_RUNS_CTE); a run missing there is locked now.
+    const run = locked.get(runId) ?? (await lockRun(tx, runId));
     if (!run || run.state !== 'running') continue;
     const p = planRunProgress(await dagOf(tx, run), run, steps, now);
     const known = new Map<string, string | null>();
