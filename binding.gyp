@@ -1,8 +1,10 @@
-# The native spawner (native/spawn.c) and the native reaper (native/reaper.c,
-# an executable), built by `npm install` (package.json "install"). Linux only:
+# The native spawner (native/spawn.c), the native reaper (native/reaper.c,
+# an executable) and the heap trimmer (native/memory.c), built by `npm install`
+# (package.json "install"). Linux only:
 # elsewhere there are no targets and the agent uses Node's child_process and
 # the reaper in JavaScript (src/worker/native-spawn.ts and
-# src/worker/reaper-client.ts explain the choices).
+# src/worker/reaper-client.ts explain the choices; without the trimmer the
+# long-running commands leave freed C heap to glibc, src/cli/memory-trim.ts).
 {
   "targets": [
     {
@@ -10,6 +12,17 @@
       "conditions": [
         ["OS=='linux'", {
           "sources": ["native/spawn.c"],
+          "cflags": ["-std=gnu11", "-O2", "-Wall", "-Wextra", "-Wno-unused-parameter"]
+        }, {
+          "type": "none"
+        }]
+      ]
+    },
+    {
+      "target_name": "drover_memory",
+      "conditions": [
+        ["OS=='linux'", {
+          "sources": ["native/memory.c"],
           "cflags": ["-std=gnu11", "-O2", "-Wall", "-Wextra", "-Wno-unused-parameter"]
         }, {
           "type": "none"

@@ -60,10 +60,10 @@ import { existsSync } from 'node:fs';
 import net from 'node:net';
 import { constants as osConstants } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { Readable } from 'node:stream';
 import type { Logger } from './logger.js';
 import { spawnWithNode } from './native-spawn-fallback.js';
+import { packageRoot } from './package-root.js';
 
 export type SpawnerChoice = 'auto' | 'native' | 'node';
 
@@ -125,9 +125,7 @@ let warned = false;
 /** Loads the addon once: from build/Release of the package root (the nearest parent with a package.json). */
 export function loadNativeSpawn(): { binding: NativeBinding } | { reason: string } {
   if (loaded) return loaded;
-  let dir = path.dirname(fileURLToPath(import.meta.url));
-  while (!existsSync(path.join(dir, 'package.json')) && path.dirname(dir) !== dir) dir = path.dirname(dir);
-  const file = path.join(dir, ADDON_FILE);
+  const file = path.join(packageRoot(import.meta.url), ADDON_FILE);
   if (process.platform !== 'linux') loaded = { reason: `the native spawner is Linux only (platform ${process.platform})` };
   else if (!existsSync(file)) loaded = { reason: `${file} is not built (npm install runs node-gyp; it needs a C compiler and Node's headers)` };
   else {

@@ -31,12 +31,13 @@
  * Bound: an outright killed agent's attempts are gone within graceMs
  * (REAPER_MAX_GRACE_MS at most) plus the time to scan /proc.
  */
-import { accessSync, constants, existsSync } from 'node:fs';
+import { accessSync, constants } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { groupAlive, signalTaskGroup } from './process-group.js';
+import { packageRoot } from './package-root.js';
 
 /** The reaper's SIGTERM → SIGKILL grace is the agent's kill grace, capped at this. */
 export const REAPER_MAX_GRACE_MS = 2_000;
@@ -66,9 +67,7 @@ export interface ReaperCommand {
 export function reaperCommand(graceMs: number, want?: 'native' | 'node'): ReaperCommand {
   const args = ['--grace-ms', String(graceMs)];
   if (want !== 'node') {
-    let dir = path.dirname(REAPER_PATH);
-    while (!existsSync(path.join(dir, 'package.json')) && path.dirname(dir) !== dir) dir = path.dirname(dir);
-    const file = path.join(dir, NATIVE_REAPER_FILE);
+    const file = path.join(packageRoot(import.meta.url), NATIVE_REAPER_FILE);
     try {
       accessSync(file, constants.X_OK);
       return { kind: 'native', file, args };

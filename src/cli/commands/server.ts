@@ -13,6 +13,7 @@ import { parseDbUrl, parseDurationFlag, parseIntFlag, parsePort } from '../parse
 import { UsageError } from '../usage-error.js';
 import { listenError } from '../listen-error.js';
 import { applyHeapFlags } from '../heap-flags.js';
+import { startMemoryTrim } from '../memory-trim.js';
 import { isLogLevel, LOG_LEVELS } from '../human-log.js';
 import { heldMessage, readHolder, removeHolder, writeHolder } from '../server-holder.js';
 
@@ -74,6 +75,7 @@ export function serverCommand(): Command {
       const file = sqliteFile(db);
 
       applyHeapFlags();
+      startMemoryTrim();
       const { startServer } = await import('../../server/main.js');
       const server = await startServer({
         db,

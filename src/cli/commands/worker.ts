@@ -26,6 +26,7 @@ import type { Logger } from '../../worker/logger.js';
 import { collect, parseDurationFlag, parseHttpUrl, parseIntFlag, parseKeyValues } from '../parse.js';
 import { onShutdown } from '../signals.js';
 import { applyHeapFlags } from '../heap-flags.js';
+import { startMemoryTrim } from '../memory-trim.js';
 import { UsageError } from '../usage-error.js';
 import { isLogLevel, LOG_LEVELS, type LogLevel } from '../human-log.js';
 import { plural } from '../plural.js';
@@ -155,6 +156,7 @@ export function workerCommand(): Command {
       // `--token` is also a global option; commander gives it to the program, so read both.
       const cfg = buildWorkerConfig(flags, cmd.optsWithGlobals<GlobalOptions>().token, process.env);
       applyHeapFlags();
+      startMemoryTrim();
       const logger = cfg.logFormat === 'human' ? await humanAgentLogger(cfg.logLevel) : await jsonAgentLogger(cfg.logLevel);
       const { startAgent } = await import('../../worker/agent.js');
       const agent = await startAgent({
