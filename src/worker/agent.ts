@@ -74,6 +74,7 @@ import { Connection } from './connection.js';
 import { HeldAttempt, type HeldRunnerOptions } from './held-attempt.js';
 import { silentLogger, type Logger } from './logger.js';
 import { reapLeftovers } from './leftovers.js';
+import { SpareWorkDirs } from './spare-work-dirs.js';
 import { EXECUTORS, isExecutor, type Executor } from './noop-executor.js';
 import { whenCleanedUp, type AttemptResult } from './process-runner.js';
 import { ReaperClient } from './reaper-client.js';
@@ -141,6 +142,8 @@ export interface Agent {
 }
 
 export const DEFAULT_DRAIN_TIMEOUT_MS = 30_000;
+/** Work directories kept made ahead (spare-work-dirs.ts): one per slot, at most this many. */
+export const MAX_SPARE_WORK_DIRS = 16;
 /** drain(): how long to wait for the server to ack the last exits before closing. */
 export const EXIT_ACK_WAIT_MS = 5_000;
 
@@ -175,6 +178,7 @@ class WorkerAgent implements Agent {
   private readonly conn: Connection;
   private readonly held = new Map<number, HeldAttempt>();
   private readonly runner: HeldRunnerOptions & { killGraceMs: number };
+  private readonly spares: SpareWorkDirs | null = null;
   private readonly reaper: ReaperClient | null = null;
   private ready = false;
   private closing: Promise<void> | null = null;
@@ -242,7 +246,13 @@ class WorkerAgent implements Agent {
       },
       remove: (pgid: number) => reaper.remove(pgid),
     };
-    this.runner = { workDir: opts.workDir, killGraceMs, logger: this.log, executor, passEnv, workerId: this.workerId, ...(groups ? { groups } : {}) };
+    // Made after startAgent reaped the work dir's leftovers (which would take spares for leftovers).
+    if (executor === 'process') {
+      this.spares = new SpareWorkDirs(opts.workDir, Math.min(opts.slots, MAX_SPARE_WORK_DIRS), this.log);
+      this.spares.fill();
+    }
+    const workDirs = this.spares ? { workDirs: this.spares } : {};
+    this.runner = { workDir: opts.workDir, ...workDirs, killGraceMs, logger: this.log, executor, passEnv, workerId: this.workerId, ...(groups ? { groups } : {}) };
     this.conn.start();
   }
 
@@ -292,6 +302,7 @@ class WorkerAgent implements Agent {
     this.fenceTimer = null;
     // The work dirs of attempts that ended are removed after their exit reports (process-runner.ts).
     await whenCleanedUp();
+    await this.spares?.close();
     await this.reaper?.close();
   }
 

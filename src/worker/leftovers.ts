@@ -6,7 +6,8 @@
  * started on the same work directory stops them before taking work.
  *
  * Contract: the record of a running attempt is its work directory itself
- * (`<workDir>/<taskId>-<attempt>-<random>`, work-dir.ts), which exists from
+ * (`<workDir>/<taskId>-<attempt>-<random>`, or a spare made ahead,
+ * `attempt-0-<random>`: work-dir.ts, spare-work-dirs.ts), which exists from
  * before the spawn until the attempt has ended; every process of the attempt
  * carries `DROVER_OUTPUT_DIR=<that dir>/out` in its environment (task-env.ts),
  * a path no other attempt ever had. At start, for each directory left in

@@ -78,6 +78,7 @@ import { groupAlive, signalGroup } from './process-group.js';
 import { createWorkDir, removeWorkDir, writeScript, type WorkDir } from './work-dir.js';
 import { taskEnv } from './task-env.js';
 import { pickSpawner, type Spawner, type SpawnerChoice } from './native-spawn.js';
+import type { WorkDirSource } from './spare-work-dirs.js';
 
 /** What the runner needs of an assignment. */
 export type AttemptSpec = Pick<AssignedAttempt, 'taskId' | 'number' | 'command' | 'args' | 'script' | 'interpreter' | 'env' | 'timeoutMs' | 'cwd'>;
@@ -92,6 +93,8 @@ export type AttemptResult = Pick<ExitReport, 'outcome' | 'exitCode' | 'signal' |
 export interface RunnerOptions {
   /** Parent of the per-attempt work directories. */
   workDir: string;
+  /** Where an attempt's work directory comes from: the agent's spares (spare-work-dirs.ts); default made at the attempt's start in `workDir`. */
+  workDirs?: WorkDirSource;
   /** SIGTERM → SIGKILL grace. Default 5000. */
   killGraceMs?: number;
   /** Default LOG_LIMITS from the protocol. */
@@ -210,7 +213,7 @@ export class AttemptRun {
   private async run(spec: AttemptSpec): Promise<AttemptResult> {
     let wd: WorkDir | null = null;
     try {
-      wd = await createWorkDir(this.opts.workDir, spec.taskId, spec.number);
+      wd = await (this.opts.workDirs ? this.opts.workDirs.take(spec.taskId, spec.number) : createWorkDir(this.opts.workDir, spec.taskId, spec.number));
       let argv: Argv;
       try {
         argv = await resolveArgv(spec, wd);

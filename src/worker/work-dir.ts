@@ -2,7 +2,8 @@
  * Per-attempt work directories.
  *
  * Contract: every attempt gets a fresh directory
- * `<parent>/<taskId>-<attempt>-<random>` that nothing else uses, with an
+ * `<parent>/<taskId>-<attempt>-<random>` that nothing else uses (or one the
+ * agent made ahead, `<parent>/attempt-0-<random>`: spare-work-dirs.ts), with an
  * `out` directory inside (exported as DROVER_OUTPUT_DIR), and the path of its
  * outputs file, `drover-output.env` (exported as DROVER_OUTPUT; not created:
  * the task writes it if it has outputs, core/task-outputs.ts). The runner removes
