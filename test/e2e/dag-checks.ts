@@ -20,7 +20,6 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { request as httpRequest } from 'node:http';
 import type { Api } from './harness.js';
 
 export interface Reply {
@@ -29,33 +28,9 @@ export interface Reply {
   text: string;
 }
 
+/** One request on a connection of its own (the servers of these tests get killed), failing after `timeoutMs`. */
 export function send(api: Api, method: string, path: string, body?: unknown, timeoutMs = 10_000): Promise<Reply> {
-  const headers: Record<string, string> = { authorization: `Bearer ${api.token}`, connection: 'close' };
-  const payload = body === undefined ? undefined : JSON.stringify(body);
-  if (payload !== undefined) {
-    headers['content-type'] = 'application/json';
-    headers['content-length'] = String(Buffer.byteLength(payload));
-  }
-  return new Promise((resolve, reject) => {
-    const r = httpRequest(api.url + path, { method, headers, agent: false, timeout: timeoutMs }, (res) => {
-      const parts: Buffer[] = [];
-      res.on('data', (d: Buffer) => parts.push(d));
-      res.on('end', () => {
-        const text = Buffer.concat(parts).toString('utf8');
-        let parsed: any = null;
-        try {
-          parsed = JSON.parse(text);
-        } catch {
-          parsed = null;
-        }
-        resolve({ status: res.statusCode ?? 0, body: parsed, text });
-      });
-      res.on('error', reject);
-    });
-    r.on('timeout', () => r.destroy(Object.assign(new Error(`${method} ${path}: no answer within ${timeoutMs} ms`), { code: 'TIMEOUT' })));
-    r.on('error', reject);
-    r.end(payload);
-  });
+  return api.req(method, path, body, api.token, { fresh: true, timeoutMs });
 }
 
 /** `send`, expecting `status`; throws with the answer otherwise. */
