@@ -254,6 +254,21 @@ describe('dag run --wait lines', () => {
     assert.deepEqual(progressLines(after, seen, T0 + 5100, false), ['+5s      b  running (attempt 2, task 01JF8Z00000000000000000B00)']);
   });
 
+  it('a retry --wait whose retried step started and ended between two reads: its running line is printed too, dated by its start', () => {
+    const failed = { outcome: 'failed' as const, attempt: 1, exitCode: 1, signal: null, error: null, durationMs: 9 };
+    const before = detail([step('a', { start: 0, end: 10 }), step('b', { state: 'failed', start: 10, end: 20, result: failed })], { state: 'failed' });
+    const seen = seenOf(before);
+    const after = detail([step('a', { start: 0, end: 10 }), step('b', { start: 5000, end: 5066, attempts: 2 })], { state: 'succeeded', end: 5066 });
+    assert.deepEqual(progressLines(after, seen, T0 + 5100, false), [
+      '+5s      b  running (attempt 2, task 01JF8Z00000000000000000B00)',
+      '+5.07s   b  succeeded in 66ms (2 attempts)',
+    ]);
+    // Retried within one release (seen retrying, then ended at attempt 3): the view's start is attempt 2's, so no running line is made up.
+    const retrying = new Map([['b', { state: 'retrying', attempts: 2 }]]);
+    const ended = detail([step('b', { start: 100, end: 9000, attempts: 3 })], { state: 'succeeded', end: 9000 });
+    assert.deepEqual(progressLines(ended, retrying, T0 + 9100, false), ['+9s      b  succeeded in 8.9s (3 attempts)']);
+  });
+
   it('the summary and, for a run that did not succeed, the line naming what failed', () => {
     const d = detail([step('a', { start: 0, end: 10 }), step('b', { state: 'failed', start: 10, end: 2000, attempts: 2, result: { outcome: 'failed', attempt: 2, exitCode: 3, signal: null, error: null, durationMs: 9 } })], { state: 'failed', end: 2000 });
     assert.equal(summaryLine(d, T0 + 9999), `run ${RUN_ID} failed in 2s: 1 succeeded, 1 failed`);

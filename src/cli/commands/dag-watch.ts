@@ -6,7 +6,8 @@
  * A line is printed when a step reaches running (again: a new attempt),
  * retrying, or an end (succeeded, failed, cancelled, skipped); pending and
  * released (`ready`, `waiting`) are not news. A step first seen ended after
- * one attempt also gets its running line, dated by its start. Lines are ordered by when
+ * one attempt (or after the one attempt a run retry gave it) also gets its
+ * running line, dated by its start. Lines are ordered by when
  * the change happened (the step's own start and end times), and each starts
  * with that time relative to the run's start:
  *
@@ -61,10 +62,15 @@ export function progressLines(d: DagRunDetail, seen: Seen, now: number, colour: 
     const line = (at: number, state: string, word: string) =>
       `${`+${formatMs(Math.max(0, at - start))}`.padEnd(8)} ${safeText(s.name).padEnd(width)}  ${colour ? paint(safeText(word), stateStyle(state)) : safeText(word)}`;
     // A step that started and ended between two reads (a 20 ms step): its start is printed too, from its
-    // stored start time, so every step that ran shows both lines. Only for a first attempt: a retried
-    // step's earlier attempts have no start time of their own in the run's view.
-    if (s.startedAt && s.attempts === 1 && ENDS.has(s.state) && before?.state !== 'running') {
-      news.push({ at: Date.parse(s.startedAt), order, line: line(Date.parse(s.startedAt), 'running', `running (task ${s.taskId})`) });
+    // stored start time, so every step that ran shows both lines. The view's start time is that of the
+    // first attempt since the step's latest release, so this is exact for a first attempt, and for the
+    // attempt that follows an end (a run retry re-releases its failed steps: `dag retry --wait` saw the
+    // step failed at attempt n, now it ended at n + 1). Not for a retry within one release (seen
+    // `retrying`): its earlier attempt's start is all the view has.
+    const fresh = s.attempts === 1 || (before !== undefined && ENDS.has(before.state) && s.attempts === before.attempts + 1);
+    if (s.startedAt && fresh && ENDS.has(s.state) && before?.state !== 'running') {
+      const attempt = s.attempts > 1 ? `attempt ${s.attempts}, ` : '';
+      news.push({ at: Date.parse(s.startedAt), order, line: line(Date.parse(s.startedAt), 'running', `running (${attempt}task ${s.taskId})`) });
     }
     const at = s.state === 'running' && s.startedAt ? Date.parse(s.startedAt) : s.endedAt ? Date.parse(s.endedAt) : now;
     news.push({ at, order, line: line(at, s.state, describe(s)) });
