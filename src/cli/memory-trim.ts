@@ -22,11 +22,8 @@
  * Without the addon (not Linux, not built, or not glibc) nothing is done: the
  * process behaves as before, with the larger RSS.
  */
-import { createRequire } from 'node:module';
-import { existsSync } from 'node:fs';
-import path from 'node:path';
 import { constants, PerformanceObserver } from 'node:perf_hooks';
-import { packageRoot } from '../worker/package-root.js';
+import { loadAddon } from '../worker/package-root.js';
 
 /** The least time between two trims. */
 export const MIN_INTERVAL_MS = 10_000;
@@ -41,19 +38,10 @@ export interface MemoryBinding {
   supported: boolean;
 }
 
-const ADDON_FILE = path.join('build', 'Release', 'drover_memory.node');
-
 /** The addon, or null where it is not built, does not load, or cannot release anything (not glibc). */
 export function loadMemoryBinding(): MemoryBinding | null {
-  if (process.platform !== 'linux') return null;
-  const file = path.join(packageRoot(import.meta.url), ADDON_FILE);
-  if (!existsSync(file)) return null;
-  try {
-    const b = createRequire(import.meta.url)(file) as MemoryBinding;
-    return b.supported ? b : null;
-  } catch {
-    return null;
-  }
+  const r = loadAddon<MemoryBinding>('drover_memory', 'the heap trimmer');
+  return 'binding' in r && r.binding.supported ? r.binding : null;
 }
 
 /**

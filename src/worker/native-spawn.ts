@@ -55,15 +55,12 @@
  * variable DROVER_SPAWNER ('native' | 'node') if set, else native when it
  * loads. The reason the addon did not load is logged once at warn.
  */
-import { createRequire } from 'node:module';
-import { existsSync } from 'node:fs';
 import net from 'node:net';
 import { constants as osConstants } from 'node:os';
-import path from 'node:path';
 import type { Readable } from 'node:stream';
 import type { Logger } from './logger.js';
 import { spawnWithNode } from './native-spawn-fallback.js';
-import { packageRoot } from './package-root.js';
+import { loadAddon } from './package-root.js';
 
 export type SpawnerChoice = 'auto' | 'native' | 'node';
 
@@ -117,24 +114,12 @@ export interface NativeBinding {
   ): void;
 }
 
-const ADDON_FILE = path.join('build', 'Release', 'drover_spawn.node');
-
 let loaded: { binding: NativeBinding } | { reason: string } | undefined;
 let warned = false;
 
 /** Loads the addon once: from build/Release of the package root (the nearest parent with a package.json). */
 export function loadNativeSpawn(): { binding: NativeBinding } | { reason: string } {
-  if (loaded) return loaded;
-  const file = path.join(packageRoot(import.meta.url), ADDON_FILE);
-  if (process.platform !== 'linux') loaded = { reason: `the native spawner is Linux only (platform ${process.platform})` };
-  else if (!existsSync(file)) loaded = { reason: `${file} is not built (npm install runs node-gyp; it needs a C compiler and Node's headers)` };
-  else {
-    try {
-      loaded = { binding: createRequire(import.meta.url)(file) as NativeBinding };
-    } catch (err) {
-      loaded = { reason: `${file} did not load: ${err instanceof Error ? err.message : String(err)}` };
-    }
-  }
+  loaded ??= loadAddon<NativeBinding>('drover_spawn', 'the native spawner');
   return loaded;
 }
 
