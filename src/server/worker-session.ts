@@ -27,6 +27,7 @@ import type { Clock } from '../core/clock.js';
 import { tokensEqual } from '../core/fence.js';
 import { packFrames, PROTOCOL_VERSION, type AgentMessage, type AssignedAttempt, type ServerMessage, type StopOrder } from '../core/protocol.js';
 import type { Attempt, Task } from '../core/task.js';
+import type { ClaimedTask } from '../store/attempts.js';
 import type { AttemptEndResult, Claim, NewLogChunk, Store, WorkerRecord } from '../store/store.js';
 import type { Principal } from './auth.js';
 import { MAX_CLAIMS_PER_ROUND, type Logger, type Scheduler, type WorkerLink } from './scheduler.js';
@@ -59,8 +60,12 @@ export class WorkerSession implements WorkerLink {
   workerId = '';
   slots = 0;
   labels: Record<string, string> = {};
-  /** Attempts assigned to (or re-attached by) this session that have not ended, with their fencing tokens. */
-  readonly attempts = new Map<number, string>();
+  /**
+   * Attempts assigned to (or re-attached by) this session that have not ended: each one's fencing token,
+   * and its task as the claim (or the re-attaching check) read it, which lets the store plan the end
+   * without reading the rows first (EndRequest.claimed).
+   */
+  readonly attempts = new Map<number, { token: string; claimed: ClaimedTask }>();
   /** The agent said it is draining (protocol `draining`). */
   draining = false;
   /** When a frame last arrived (server clock): a session silent past the liveness bound may be replaced. */
@@ -130,7 +135,7 @@ export class WorkerSession implements WorkerLink {
 
   /** Pushes a claimed attempt to the agent; false if the socket is gone (the caller gives the task back). */
   assign(task: Task, attempt: Attempt): boolean {
-    this.attempts.set(attempt.id, attempt.fencingToken);
+    this.attempts.set(attempt.id, { token: attempt.fencingToken, claimed: claimedTask(task, attempt) });
     if (this.send({ type: 'assign', attempt: assignment(task, attempt) })) return true;
     this.attempts.delete(attempt.id);
     return false;
@@ -237,8 +242,8 @@ export class WorkerSession implements WorkerLink {
 
   /** The in-memory half of the fence: this session assigned or re-attached the attempt, under this token. */
   private owns(m: ReportMsg): boolean {
-    const token = this.attempts.get(m.attemptId);
-    return token !== undefined && tokensEqual(token, m.fencingToken);
+    const held = this.attempts.get(m.attemptId);
+    return held !== undefined && tokensEqual(held.token, m.fencingToken);
   }
 
   private async onHello(msg: HelloMessage): Promise<void> {
@@ -276,7 +281,7 @@ export class WorkerSession implements WorkerLink {
     for (const [i, r] of msg.running.entries()) {
       const check = checks[i]!;
       if (check.ok) {
-        this.attempts.set(r.attemptId, r.fencingToken);
+        this.attempts.set(r.attemptId, { token: r.fencingToken, claimed: claimedTask(check.task, check.attempt) });
         current.push(r.attemptId);
       } else {
         // A late report (ended, superseded, or never this worker's): the agent kills it; recorded.
@@ -362,6 +367,7 @@ export class WorkerSession implements WorkerLink {
       end: { outcome: m.outcome, exitCode: m.exitCode, signal: m.signal, error: m.error, durationMs: Math.round(m.durationMs), outputs: m.outputs ?? null },
       actor,
       guard: { workerId: this.workerId },
+      claimed: this.attempts.get(m.attemptId)!.claimed,
     }));
     // Every attempt reported here leaves this session's count once answered: those slots, and any already free, are refilled.
     const max = this.draining || this.closed ? 0 : Math.min(MAX_CLAIMS_PER_ROUND, this.scheduler.freeSlots(this) + new Set(mine.map((m) => m.attemptId)).size);
@@ -420,6 +426,11 @@ export class WorkerSession implements WorkerLink {
       this.log.warn({ err }, 'could not mark worker disconnected');
     }
   }
+}
+
+/** What a store may plan an attempt's end from (EndRequest.claimed): its task as last read, and its number. */
+function claimedTask(task: Task, attempt: Attempt): ClaimedTask {
+  return { id: task.id, retry: task.retry, retriesUsed: task.retriesUsed, lostCount: task.lostCount, dagRunId: task.dagRunId, attempt: attempt.number };
 }
 
 /** What the agent gets for an attempt: the task's spec and the attempt's fencing token (only this worker learns it). */

@@ -48,6 +48,20 @@ export interface EndRequest {
   /** Who ends it, for the event: `worker:<id>` or `scheduler`. */
   actor: string;
   guard?: EndGuard;
+  /**
+   * The task as the claim that created this attempt left it, kept by the
+   * worker session that assigned the attempt. A store may plan the end from
+   * it rather than from rows it reads first, and apply that plan only while
+   * the rows are still as the claim left them (PostgreSQL: end-claimed.ts);
+   * otherwise it plans from the rows as without it. It never changes what an
+   * end does, only what it costs.
+   */
+  claimed?: ClaimedTask;
+}
+
+/** What endAndClaim may plan an end from (EndRequest.claimed): the claim's task and the attempt's number. */
+export interface ClaimedTask extends Pick<Task, 'id' | 'retry' | 'retriesUsed' | 'lostCount' | 'dagRunId'> {
+  attempt: number;
 }
 
 /** What endAndClaim claims after the ends: up to `max` tasks for `worker` (the slots the ends freed). */

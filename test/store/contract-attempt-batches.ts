@@ -174,6 +174,90 @@ export function runAttemptBatchContract(name: string, open: Opened): void {
         assert.deepEqual(await h.snapshot(a.id), before);
       });
 
+      // The worker session's path: each end carries its task as the claim left it (EndRequest.claimed).
+      const claimedOf = (c: Claim) => ({ id: c.task.id, retry: c.task.retry, retriesUsed: c.task.retriesUsed, lostCount: c.task.lostCount, dagRunId: c.task.dagRunId, attempt: c.attempt.number });
+      const exit = (c: Claim, outcome: Parameters<typeof endInput>[0], over: Partial<{ token: string; claimed: ReturnType<typeof claimedOf> }> = {}) => ({
+        attemptId: c.attempt.id,
+        fencingToken: over.token ?? c.attempt.fencingToken,
+        end: endInput(outcome),
+        actor: 'worker:w1',
+        guard: { workerId: 'w1' },
+        claimed: over.claimed ?? claimedOf(c),
+      });
+
+      it('with the claimed tasks: the same ends, events, feed and counters as without, and the refill', async () => {
+        for (let i = 0; i < 5; i++) await h.submit({ now: T0 + i, retry: { maxRetries: 1, baseDelayMs: 1000 } });
+        const [ok, failed, timedOut] = await h.store.claimMany(worker(), 3, T0 + 10, LEASE);
+        const head = await h.store.feedHead();
+        const res = await h.store.endAndClaim([exit(ok!, 'succeeded'), exit(failed!, 'failed'), exit(timedOut!, 'timed_out')], refill(3), T0 + 20);
+        assert.deepEqual(
+          res.ended.map((r) => [r?.task.state, r?.task.retriesUsed, r?.task.runAfter, r?.attempt.state, r?.attempt.endedAt, r?.attempt.exitCode]),
+          [
+            ['succeeded', 0, null, 'succeeded', T0 + 20, 0],
+            ['retrying', 1, T0 + 20 + 1000, 'failed', T0 + 20, 1],
+            ['retrying', 1, T0 + 20 + 1000, 'timed_out', T0 + 20, null],
+          ],
+        );
+        assert.deepEqual(res.ended[0]!.task.result, { outcome: 'succeeded', attempt: 1, exitCode: 0, signal: null, error: null, durationMs: 25 });
+        for (const r of res.ended) {
+          assert.deepEqual(await h.store.getTask(r!.task.id), r!.task);
+          assert.deepEqual(await h.store.getAttempt(r!.attempt.id), r!.attempt);
+        }
+        const ev = (await h.store.listEvents(failed!.task.id)).at(-1)!;
+        assert.deepEqual([ev.from, ev.to, ev.reason, ev.actor, ev.at], ['running', 'retrying', 'attempt_failed', 'worker:w1', T0 + 20]);
+        assert.deepEqual(ev.detail, { attemptId: failed!.attempt.id, attempt: 1, outcome: 'failed', exitCode: 1, signal: null, retry: 1, delayMs: 1000 });
+        // The two tasks left waiting, claimed for the freed slots.
+        assert.equal(res.claims.length, 2);
+        for (const c of res.claims) assert.deepEqual(await h.store.getTask(c.task.id), c.task);
+        const changed = (await h.store.readChanges(head, 100)).changes.filter((c) => c.topic === 'task').map((c) => c.ref);
+        assert.deepEqual(new Set(changed), new Set([...res.ended.map((r) => r!.task.id), ...res.claims.map((c) => c.task.id)]));
+        assert.equal(changed.length, 5, 'one feed row per task written');
+        const counts = await h.store.countTasksByState();
+        assert.deepEqual([counts.waiting, counts.running, counts.succeeded, counts.retrying], [0, 2, 1, 2]);
+      });
+
+      it('with a claimed task the rows no longer match (cancelled, or other retries): ends as the rows say', async () => {
+        for (let i = 0; i < 2; i++) await h.submit({ now: T0 + i, retry: { maxRetries: 1 } });
+        const [cancelled, stale] = await h.store.claimMany(worker(), 2, T0 + 10, LEASE);
+        await h.store.cancelTask(cancelled!.task.id, 'user:alice', T0 + 15);
+        const res = await h.store.endAndClaim(
+          // The stale claim believes its one retry is used up: the rows (none used) retry it.
+          [exit(cancelled!, 'cancelled'), exit(stale!, 'failed', { claimed: { ...claimedOf(stale!), retriesUsed: 1 } })],
+          null,
+          T0 + 20,
+        );
+        assert.deepEqual(
+          res.ended.map((r) => [r?.task.state, r?.attempt.state, r?.task.retriesUsed]),
+          [
+            ['cancelled', 'cancelled', 0],
+            ['retrying', 'failed', 1],
+          ],
+        );
+        assert.deepEqual(await h.store.getTask(stale!.task.id), res.ended[1]!.task);
+        assert.equal((await h.store.listEvents(stale!.task.id)).filter((e) => e.to === 'retrying').length, 1);
+      });
+
+      it('with claimed tasks, a forged token or another worker\'s attempt is refused and changes nothing; the refill still runs', async () => {
+        await h.submit({ now: T0 });
+        await h.submit({ now: T0 + 1 });
+        const waiting = await h.submit({ now: T0 + 2 });
+        const [a] = await h.store.claimMany(worker(), 1, T0 + 10, LEASE);
+        const [b] = await h.store.claimMany(worker('w2'), 1, T0 + 10, LEASE);
+        const before = [await h.snapshot(a!.task.id), await h.snapshot(b!.task.id)];
+        const res = await h.store.endAndClaim([exit(a!, 'succeeded', { token: GUESSED_TOKEN }), exit(b!, 'succeeded')], refill(1), T0 + 20);
+        assert.deepEqual(res.ended, [null, null]);
+        assert.deepEqual(res.claims.map((c) => c.task.id), [waiting.id]);
+        assert.deepEqual([await h.snapshot(a!.task.id), await h.snapshot(b!.task.id)], before);
+      });
+
+      it('with claimed tasks, an end that requeues its task (lost) is claimable by the same call', async () => {
+        const a = await h.submit({ now: T0 });
+        const [ca] = await h.store.claimMany(worker(), 1, T0 + 10, LEASE);
+        const res = await h.store.endAndClaim([exit(ca!, 'lost')], refill(1), T0 + 20);
+        assert.equal(res.ended[0]?.task.state, 'waiting');
+        assert.deepEqual(res.claims.map((c) => [c.task.id, c.attempt.number]), [[a.id, 2]]);
+      });
+
       it('refuses a refill max that is not a positive integer, changing nothing', async () => {
         const t = await h.submit();
         const [c] = await h.store.claimMany(worker(), 1, T0 + 1, LEASE);

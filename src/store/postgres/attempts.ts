@@ -11,18 +11,19 @@
 import type { AttemptEndInput } from '../../core/attempt-end.js';
 import { planAttemptEnd } from '../../core/attempt-end.js';
 import { checkFence } from '../../core/fence.js';
-import { newFencingToken } from '../../core/ids.js';
 import type { StopOrder } from '../../core/protocol.js';
 import { attemptStateOf, type Attempt } from '../../core/task.js';
 import { assertTransition, isTerminal } from '../../core/task-state.js';
 import type { DagChange } from '../dags.js';
 import type { RunHead } from '../dag-progress.js';
+import { CLAIM_CTES, claimFromJson, claimParams } from './claim-sql.js';
 import { LOCK_RUNS_CTE, progressDagRuns, runIds } from './dag-runs.js';
+import { endClaimedAndClaim, planClaimedEnds } from './end-claimed.js';
 import type { AttemptEndResult, AttemptStore, Claim, ClaimingWorker, EndAndClaimResult, EndGuard, EndRequest, RefillClaim, RenewResult, ReportCheck } from '../attempts.js';
 import { attemptFromRow, taskFromRow, type AttemptRow, type TaskRow } from '../rows.js';
 import type { Db, Tx } from './db.js';
 import { fence, readFenced, type FencedRows } from './fence.js';
-import { checkLimit, DB_NOW_MS, SCHEDULER_ACTOR } from './sql.js';
+import { checkLimit, DB_NOW_MS } from './sql.js';
 
 /**
  * One statement picks up to `max` tasks, marks them running, creates their
@@ -62,53 +63,13 @@ async function claimMany(db: Db, worker: ClaimingWorker, max: number, now: numbe
 /** The claim statement (see claimMany above), on `tx`: autocommit (Db.single) or inside a transaction (endAndClaim). */
 async function claimIn(tx: Tx, worker: ClaimingWorker, max: number, now: number, leaseMs: number): Promise<Claim[]> {
   assertTransition('waiting', 'running', 'claimed');
-  // One fresh random token per claimed attempt, drawn here (node:crypto) and handed out in claim order.
-  const tokens = Array.from({ length: max }, newFencingToken);
-  {
-    const r = await tx.query<{ task: TaskRow; attempt: AttemptRow }>(
-      `WITH free AS (
-         SELECT id, priority FROM tasks
-         WHERE state = 'waiting' AND requires = '{}'
-         ORDER BY priority DESC, id ASC
-         LIMIT $8
-         FOR NO KEY UPDATE SKIP LOCKED
-       ), placed AS (
-         SELECT id, priority FROM tasks
-         WHERE $7::boolean AND state = 'waiting' AND requires <> '{}' AND requires::jsonb <@ $5::jsonb
-         ORDER BY priority DESC, id ASC
-         LIMIT $8
-         FOR NO KEY UPDATE SKIP LOCKED
-       ), next AS (
-         SELECT id, row_number() OVER (ORDER BY priority DESC, id ASC) AS n FROM (
-           SELECT * FROM free UNION ALL SELECT * FROM placed
-         ) c
-         ORDER BY priority DESC, id ASC
-         LIMIT $8
-       ), claimed AS (
-         UPDATE tasks t
-         SET state = 'running', attempts = t.attempts + 1, current_attempt_id = nextval('attempts_id_seq'), updated_at = $1::bigint
-         FROM next
-         WHERE t.id = next.id AND t.state = 'waiting'
-         RETURNING t.*, next.n
-       ), attempt AS (
-         INSERT INTO attempts (id, task_id, number, worker_id, fencing_token, state, started_at, lease_expires_at)
-         SELECT current_attempt_id, id, attempts, $2::text, ($6::text[])[n], 'running', $1::bigint, ${DB_NOW_MS} + $3::bigint FROM claimed
-         RETURNING *
-       ), event AS (
-         INSERT INTO task_events (task_id, from_state, to_state, reason, actor, at, detail)
-         SELECT id, 'waiting', 'running', 'claimed', $4::text, $1::bigint,
-                json_build_object('attemptId', current_attempt_id, 'attempt', attempts, 'workerId', $2::text)::text
-         FROM claimed ORDER BY n
-       )
-       SELECT to_json(c) AS task, to_json(a) AS attempt FROM claimed c JOIN attempt a ON a.id = c.current_attempt_id ORDER BY c.n`,
-      [now, worker.id, leaseMs, SCHEDULER_ACTOR, JSON.stringify(worker.labels), tokens, Object.keys(worker.labels).length > 0, max],
-    );
-    for (const row of r.rows) tx.signal({ kind: 'task', taskId: row.task.id });
-    return r.rows.map((row) => {
-      const { n: _n, ...task } = row.task as TaskRow & { n: number };
-      return { task: taskFromRow(task), attempt: attemptFromRow(row.attempt) };
-    });
-  }
+  const r = await tx.query<{ task: TaskRow; attempt: AttemptRow }>(
+    `WITH ${CLAIM_CTES}
+     SELECT to_json(c) AS task, to_json(a) AS attempt FROM claimed c JOIN attempt a ON a.id = c.current_attempt_id ORDER BY c.n`,
+    claimParams(worker, max, now, leaseMs),
+  );
+  for (const row of r.rows) tx.signal({ kind: 'task', taskId: row.task.id });
+  return r.rows.map(claimFromJson);
 }
 
 /** The rows endAttempts locks and reads, one per attempt. */
@@ -289,9 +250,22 @@ export function postgresAttempts(db: Db): AttemptStore {
       return endAttempts(db, requests, now);
     },
 
-    /** endIn, then claimIn for the worker, in one transaction: the freed slots are refilled by the same COMMIT. */
+    /**
+     * A batch end-claimed.ts can take: its ends and the refill in one autocommit statement, then the
+     * locking way for any request whose rows were no longer as its claim left them (no claim there: the
+     * refill is done). Else endIn, then claimIn for the worker, in one transaction: the freed slots are
+     * refilled by the same COMMIT.
+     */
     async endAndClaim(requests: EndRequest[], claim: RefillClaim | null, now: number): Promise<EndAndClaimResult> {
       if (claim) checkLimit('max', claim.max);
+      const planned = planClaimedEnds(requests, now);
+      if (planned) {
+        const fast = await endClaimedAndClaim(db, planned, claim, now);
+        const rest = requests.filter((_, i) => fast.ended[i] === undefined);
+        const late = rest.length > 0 ? await endAttempts(db, rest, now) : [];
+        let k = 0;
+        return { ended: fast.ended.map((e) => (e === undefined ? (late[k++] ?? null) : e)), claims: fast.claims };
+      }
       return db.write(async (tx) => {
         const { ended, at } = await endIn(tx, requests, now);
         // The claim sees the steps the ends released, and is dated no earlier than their release.
