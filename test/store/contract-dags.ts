@@ -14,7 +14,7 @@ import type { DagDefinition, DagStepSpec } from '../../src/core/dag/dag-definiti
 import type { StepCondition } from '../../src/core/dag/dag-graph.js';
 import { encodeStepStates } from '../../src/core/dag/step-states.js';
 import type { Claim, DagRecord, Store } from '../../src/store/store.js';
-import { endInput, Harness, LEASE, makeSpec, T0, type ContractHooks, type Opened, raceBetweenServers } from './contract-harness.js';
+import { endInput, GUESSED_TOKEN, Harness, LEASE, makeSpec, T0, type ContractHooks, type Opened, raceBetweenServers } from './contract-harness.js';
 
 function step(name: string, dependsOn: string[] = [], when: StepCondition = 'success', retries = 0): DagStepSpec {
   return { name, dependsOn, when, task: makeSpec({ name: `dag/${name}`, command: 'true', args: [name], env: { STEP: name }, retry: { maxRetries: retries, baseDelayMs: 1000, factor: 2, maxDelayMs: 60_000 } }) };
@@ -178,17 +178,42 @@ export function runDagContract(name: string, open: Opened, hooks: ContractHooks 
         assert.deepEqual(await stateOf(run.id), { a: 'retrying', b: 'ready' });
       });
 
-      it('ends and claims in one call: the claim takes the steps the ends released', async () => {
-        const dag = await apply(definition([step('a'), step('b', ['a']), step('c', ['a'])]));
-        await start(dag);
-        const a = (await claimAll(T0 + 20)).get('a')!;
-        const r = await h.store.endAndClaim(
-          [{ attemptId: a.attempt.id, fencingToken: a.attempt.fencingToken, end: endInput('succeeded'), actor: 'worker:w1', guard: { workerId: 'w1' } }],
-          { worker, max: 5, leaseMs: LEASE },
-          T0 + 30,
-        );
-        assert.ok(r.ended[0]);
-        assert.deepEqual(r.claims.map((c) => c.task.dagStep).sort(), ['b', 'c']);
+      // Without and with the claim's task (EndRequest.claimed, the worker session's path).
+      const claimedOf = (c: Claim) => ({ id: c.task.id, retry: c.task.retry, retriesUsed: c.task.retriesUsed, lostCount: c.task.lostCount, dagRunId: c.task.dagRunId, attempt: c.attempt.number });
+      const exitOf = (c: Claim, withClaimed: boolean, end: ReturnType<typeof endInput> & { outputs?: Record<string, string> } = endInput('succeeded')) => ({
+        attemptId: c.attempt.id,
+        fencingToken: c.attempt.fencingToken,
+        end,
+        actor: 'worker:w1',
+        guard: { workerId: 'w1' },
+        ...(withClaimed ? { claimed: claimedOf(c) } : {}),
+      });
+
+      for (const withClaimed of [false, true]) {
+        it(`ends and claims in one call: the claim takes the steps the ends released${withClaimed ? ' (ends carrying their claimed tasks)' : ''}`, async () => {
+          const dag = await apply(definition([step('a'), step('b', ['a']), step('c', ['a'])]));
+          const { run } = await start(dag);
+          const a = (await claimAll(T0 + 20)).get('a')!;
+          const r = await h.store.endAndClaim([exitOf(a, withClaimed)], { worker, max: 5, leaseMs: LEASE }, T0 + 30);
+          assert.ok(r.ended[0]);
+          assert.equal(r.ended[0].task.state, 'succeeded');
+          assert.deepEqual(r.claims.map((c) => c.task.dagStep).sort(), ['b', 'c']);
+          assert.deepEqual(await stateOf(run.id), { a: 'succeeded', b: 'running', c: 'running' });
+        });
+      }
+
+      it('an end carrying its claimed task passes the step\'s outputs to its dependents, and a refused one releases nothing', async () => {
+        const dag = await apply(definition([step('extract'), step('count'), step('load-data', ['extract', 'count'])]));
+        const { run, steps } = await start(dag);
+        const roots = await claimAll(T0 + 20);
+        const forged = { ...exitOf(roots.get('count')!, true), fencingToken: GUESSED_TOKEN };
+        const r = await h.store.endAndClaim([exitOf(roots.get('extract')!, true, { ...endInput('succeeded'), outputs: { rows: '42' } }), forged], null, T0 + 30);
+        assert.deepEqual(r.ended.map((e) => e?.task.state ?? null), ['succeeded', null]);
+        assert.deepEqual(await stateOf(run.id), { extract: 'succeeded', count: 'running', 'load-data': 'ready' });
+        await h.store.endAndClaim([exitOf(roots.get('count')!, true)], null, T0 + 31);
+        const load = (await h.store.getTask(steps.get('load-data')!.taskId))!;
+        assert.equal(load.state, 'waiting');
+        assert.equal(load.env.DROVER_OUT_EXTRACT_ROWS, '42');
       });
 
       /*
@@ -199,31 +224,29 @@ export function runDagContract(name: string, open: Opened, hooks: ContractHooks 
        * attempt (claimed in the same transaction) started before them too.
        * Here the caller's clocks are given out of order the same way.
        */
-      it('dates a run\'s progress no earlier than the step ends it follows from, whatever the caller\'s clock said', async () => {
-        const dag = await apply(definition([step('a'), step('b', ['a']), step('c', ['a']), step('d', ['b', 'c'])]));
-        const { run } = await start(dag);
-        await end((await claimAll(T0 + 20)).get('a')!, 'succeeded', T0 + 30);
-        const bc = await claimAll(T0 + 40);
-        await end(bc.get('b')!, 'succeeded', T0 + 100);
-        const c = bc.get('c')!;
-        const r = await h.store.endAndClaim(
-          [{ attemptId: c.attempt.id, fencingToken: c.attempt.fencingToken, end: endInput('succeeded'), actor: 'worker:w1', guard: { workerId: 'w1' } }],
-          { worker, max: 5, leaseMs: LEASE },
-          T0 + 60,
-        );
-        const steps = new Map((await h.store.dagRunSteps(run.id)).map((s) => [s.step, s]));
-        assert.deepEqual([steps.get('c')!.endedAt, steps.get('d')!.releasedAt], [T0 + 60, T0 + 100], 'c\'s own end keeps its time; d is released when the later of b and c ended');
-        const released = (await h.store.listEvents(steps.get('d')!.taskId)).find((e) => e.reason === 'released')!;
-        assert.equal(released.at, T0 + 100);
-        assert.deepEqual(r.claims.map((x) => [x.task.dagStep, x.attempt.startedAt]), [['d', T0 + 100]], 'claimed after its release, in the same transaction');
+      for (const withClaimed of [false, true]) {
+        it(`dates a run's progress no earlier than the step ends it follows from, whatever the caller's clock said${withClaimed ? ' (ends carrying their claimed tasks)' : ''}`, async () => {
+          const dag = await apply(definition([step('a'), step('b', ['a']), step('c', ['a']), step('d', ['b', 'c'])]));
+          const { run } = await start(dag);
+          await end((await claimAll(T0 + 20)).get('a')!, 'succeeded', T0 + 30);
+          const bc = await claimAll(T0 + 40);
+          await end(bc.get('b')!, 'succeeded', T0 + 100);
+          const c = bc.get('c')!;
+          const r = await h.store.endAndClaim([exitOf(c, withClaimed)], { worker, max: 5, leaseMs: LEASE }, T0 + 60);
+          const steps = new Map((await h.store.dagRunSteps(run.id)).map((s) => [s.step, s]));
+          assert.deepEqual([steps.get('c')!.endedAt, steps.get('d')!.releasedAt], [T0 + 60, T0 + 100], 'c\'s own end keeps its time; d is released when the later of b and c ended');
+          const released = (await h.store.listEvents(steps.get('d')!.taskId)).find((e) => e.reason === 'released')!;
+          assert.equal(released.at, T0 + 100);
+          assert.deepEqual(r.claims.map((x) => [x.task.dagStep, x.attempt.startedAt]), [['d', T0 + 100]], 'claimed after its release, in the same transaction');
 
-        const roots = await apply(definition([step('x'), step('y')], 'roots'));
-        const both = await start(roots, {}, T0 + 200);
-        const xy = await claimAll(T0 + 210);
-        await end(xy.get('x')!, 'succeeded', T0 + 300);
-        await end(xy.get('y')!, 'succeeded', T0 + 250);
-        assert.equal((await h.store.getDagRun(both.run.id))!.endedAt, T0 + 300, 'a run ends no earlier than its last step to end');
-      });
+          const roots = await apply(definition([step('x'), step('y')], 'roots'));
+          const both = await start(roots, {}, T0 + 200);
+          const xy = await claimAll(T0 + 210);
+          await end(xy.get('x')!, 'succeeded', T0 + 300);
+          await end(xy.get('y')!, 'succeeded', T0 + 250);
+          assert.equal((await h.store.getDagRun(both.run.id))!.endedAt, T0 + 300, 'a run ends no earlier than its last step to end');
+        });
+      }
 
       it('cancelling one pending step decides its dependents at once', async () => {
         const dag = await apply(definition([step('a'), step('b', ['a']), step('c', ['b']), step('report', ['b'], 'always')]));

@@ -50,13 +50,17 @@ describe('planClaimedEnds: which batches the one-statement path takes', () => {
     );
   });
 
+  it('plans a DAG step\'s end too (attempts.ts then runs it in the transaction that progresses the run)', () => {
+    const p = planClaimedEnds([exit(c(1), 'succeeded', { claimed: { ...claimedOf(c(1)), dagRunId: 'R1' } })], T0);
+    assert.equal(p?.[0]?.plan.state, 'succeeded');
+  });
+
   it('takes no batch with a request it cannot plan alone, or whose claim could not see what it requeues', () => {
     const cases: Array<[string, EndRequest[]]> = [
       ['empty', []],
       ['no claimed task', [exit(c(1), 'succeeded', { claimed: undefined })]],
       ['no worker guard (a server-side end)', [exit(c(1), 'succeeded', { guard: {} })]],
       ['the sweeper', [exit(c(1), 'lost', { guard: { workerId: 'w1', leaseExpired: true } })]],
-      ['a DAG step', [exit(c(1), 'succeeded', { claimed: { ...claimedOf(c(1)), dagRunId: 'R1' } })]],
       ['one attempt twice', [exit(c(1), 'succeeded'), exit(c(1), 'failed')]],
       ['an absurd id', [exit(c(1), 'succeeded', { attemptId: 2 ** 60 })]],
       ['a requeue (lost) among others', [exit(c(1), 'succeeded'), exit(c(2), 'lost')]],

@@ -18,7 +18,7 @@ import type { DagChange } from '../dags.js';
 import type { RunHead } from '../dag-progress.js';
 import { CLAIM_CTES, claimFromJson, claimParams } from './claim-sql.js';
 import { LOCK_RUNS_CTE, progressDagRuns, runIds } from './dag-runs.js';
-import { endClaimedAndClaim, planClaimedEnds } from './end-claimed.js';
+import { endClaimedAndClaim, endClaimedIn, planClaimedEnds } from './end-claimed.js';
 import type { AttemptEndResult, AttemptStore, Claim, ClaimingWorker, EndAndClaimResult, EndGuard, EndRequest, RefillClaim, RenewResult, ReportCheck } from '../attempts.js';
 import { attemptFromRow, taskFromRow, type AttemptRow, type TaskRow } from '../rows.js';
 import type { Db, Tx } from './db.js';
@@ -253,18 +253,38 @@ export function postgresAttempts(db: Db): AttemptStore {
     /**
      * A batch end-claimed.ts can take: its ends and the refill in one autocommit statement, then the
      * locking way for any request whose rows were no longer as its claim left them (no claim there: the
-     * refill is done). Else endIn, then claimIn for the worker, in one transaction: the freed slots are
-     * refilled by the same COMMIT.
+     * refill is done); with DAG steps among them, the same guarded ends in a transaction that then
+     * progresses their runs and claims. Else endIn, then claimIn for the worker, in one transaction:
+     * the freed slots are refilled by the same COMMIT.
      */
     async endAndClaim(requests: EndRequest[], claim: RefillClaim | null, now: number): Promise<EndAndClaimResult> {
       if (claim) checkLimit('max', claim.max);
       const planned = planClaimedEnds(requests, now);
-      if (planned) {
+      const merge = (first: Array<AttemptEndResult | undefined>, late: Array<AttemptEndResult | null>) => {
+        let k = 0;
+        return first.map((e) => (e === undefined ? (late[k++] ?? null) : e));
+      };
+      if (planned && planned.every((p) => p.request.claimed.dagRunId === null)) {
         const fast = await endClaimedAndClaim(db, planned, claim, now);
         const rest = requests.filter((_, i) => fast.ended[i] === undefined);
-        const late = rest.length > 0 ? await endAttempts(db, rest, now) : [];
-        let k = 0;
-        return { ended: fast.ended.map((e) => (e === undefined ? (late[k++] ?? null) : e)), claims: fast.claims };
+        return { ended: merge(fast.ended, rest.length > 0 ? await endAttempts(db, rest, now) : []), claims: fast.claims };
+      }
+      if (planned) {
+        // DAG steps among them: the guarded ends (their runs locked with them), the runs' progress, the
+        // rest the locking way, then the claim, which sees the steps released, in one transaction.
+        return db.write(async (tx) => {
+          const first = await endClaimedIn(tx, planned, now);
+          let at = first.dag.length > 0 ? await progressDagRuns(tx, first.dag, now, first.runs) : now;
+          const rest = requests.filter((_, i) => first.ended[i] === undefined);
+          let late: Array<AttemptEndResult | null> = [];
+          if (rest.length > 0) {
+            const r = await endIn(tx, rest, now);
+            late = r.ended;
+            at = Math.max(at, r.at);
+          }
+          const claims = claim ? await claimIn(tx, claim.worker, claim.max, at, claim.leaseMs) : [];
+          return { ended: merge(first.ended, late), claims };
+        });
       }
       return db.write(async (tx) => {
         const { ended, at } = await endIn(tx, requests, now);

@@ -15,7 +15,8 @@
  * Lock order. Writes that start from a run (cancelDagRun, retryDagRun, and
  * cancelTask of a step) lock the run's row first, then tasks; the end of an
  * attempt locks its task first (it does not know the run before reading it),
- * then the run (in the statement that ends it: LOCK_RUNS_CTE), and then
+ * then the run (in the statement that ends it: LOCK_RUNS_CTE, or in
+ * end-claimed.ts the runs of the step rows its statement locked), and then
  * writes only pending steps, which nobody else writes
  * without holding the run's row. The one cycle left is an end racing a
  * cancel of the same run; PostgreSQL breaks it (deadlock_detected) and
@@ -36,7 +37,12 @@ import type { Queryable, Tx } from './db.js';
  * own work). A run locked here whose row another transaction changed comes
  * back as that one committed it, as from lockRun.
  */
-export const LOCK_RUNS_CTE = 'SELECT id, dag_id, version, state, step_states, updated_at FROM dag_runs WHERE id = ANY($21::text[]) ORDER BY id FOR UPDATE';
+export const LOCK_RUNS_CTE = lockRunsWhere('id = ANY($21::text[])');
+
+/** LOCK_RUNS_CTE for the runs `cond` selects (end-claimed.ts: the runs of the step rows its statement locked first). */
+export function lockRunsWhere(cond: string): string {
+  return `SELECT id, dag_id, version, state, step_states, updated_at FROM dag_runs WHERE ${cond} ORDER BY id FOR UPDATE`;
+}
 
 /** The distinct runs of `changes`, in id order (LOCK_RUNS_CTE's parameter). */
 export function runIds(changes: readonly DagChange[]): string[] {

@@ -12,8 +12,7 @@
  * together, in attempt id order (as endIn's locking read does), and only
  * where: the attempt runs, is this worker's and has this fencing token (the
  * fence, core/fence.ts); the task runs, with this attempt as its current one,
- * and still has the retries and losses the plan was made from; and the task is
- * no DAG step (a step's end also progresses its run: endIn). A row another
+ * and still has the retries and losses the plan was made from. A row another
  * transaction changed meanwhile is re-checked on its newest version once its
  * lock is granted (READ COMMITTED), so a cancel, a manual retry, a sweeper's
  * end or another server's end that got there first makes this request fall
@@ -23,6 +22,13 @@
  * task (an end whose plan is `waiting`): the claim in the same statement reads
  * the queue as it was when the statement began, so it could not claim a task
  * the ends requeue, which endAndClaim promises.
+ *
+ * DAG steps. A step's end also progresses its run (dag-runs.ts), planned from
+ * the run's row read under its lock, so a batch with a step runs
+ * endClaimedIn inside attempts.ts's transaction: the same guarded ends, with
+ * the step rows' runs locked in that statement after the steps (the lock
+ * order task, then run, of dag-runs.ts), then the progress, then the claim:
+ * one round trip fewer than the locking read followed by the ends.
  *
  * Measured (issue 9; 10,000 no-op tasks, one 10-slot noop agent, each
  * statement timed on its connection): the locking path's transaction for a
@@ -34,9 +40,13 @@
 import { planAttemptEnd, type AttemptEndPlan } from '../../core/attempt-end.js';
 import { attemptStateOf } from '../../core/task.js';
 import type { AttemptEndResult, Claim, EndRequest, RefillClaim } from '../attempts.js';
+import type { DagChange } from '../dags.js';
+import type { RunHead } from '../dag-progress.js';
+import { isTerminal } from '../../core/task-state.js';
 import { attemptFromRow, taskFromRow, type AttemptRow, type TaskRow } from '../rows.js';
 import { CLAIM_CTES, claimFromJson, claimParams } from './claim-sql.js';
-import type { Db } from './db.js';
+import type { Db, Tx } from './db.js';
+import { lockRunsWhere } from './dag-runs.js';
 
 interface Planned {
   request: EndRequest & { claimed: NonNullable<EndRequest['claimed']>; guard: { workerId: string } };
@@ -46,8 +56,8 @@ interface Planned {
 /**
  * The batch's plans, or null when this path does not take the batch: a
  * request without `claimed` or without a session's worker guard, a sweeper's
- * (leaseExpired) end, a DAG step, an id that is not a safe integer, one
- * attempt twice, or an end that requeues its task.
+ * (leaseExpired) end, an id that is not a safe integer, one attempt twice, or
+ * an end that requeues its task.
  */
 export function planClaimedEnds(requests: EndRequest[], now: number): Planned[] | null {
   if (requests.length === 0) return null;
@@ -56,7 +66,7 @@ export function planClaimedEnds(requests: EndRequest[], now: number): Planned[] 
   for (const r of requests) {
     const c = r.claimed;
     const workerId = r.guard?.workerId;
-    if (!c || workerId === undefined || r.guard?.leaseExpired || c.dagRunId !== null || !Number.isSafeInteger(r.attemptId) || seen.has(r.attemptId)) return null;
+    if (!c || workerId === undefined || r.guard?.leaseExpired || !Number.isSafeInteger(r.attemptId) || seen.has(r.attemptId)) return null;
     seen.add(r.attemptId);
     const plan = planAttemptEnd({ state: 'running', retry: c.retry, retriesUsed: c.retriesUsed, lostCount: c.lostCount, result: null }, { ...r.end, attempt: c.attempt }, now);
     if (plan.state === 'waiting' || plan.event === null) return null;
@@ -71,52 +81,56 @@ export interface ClaimedEndsResult {
   claims: Claim[];
 }
 
-const END_CTES = `r AS (
-         SELECT * FROM unnest($9::bigint[], $10::text[], $11::text[], $12::text[], $13::int[], $14::int[],
-                              $15::text[], $16::int[], $17::text[], $18::text[], $19::bigint[],
-                              $20::text[], $21::int[], $22::int[], $23::bigint[], $24::text[], $25::text[],
-                              $26::text[], $27::text[], $28::text[], $29::text[], $30::text[]) WITH ORDINALITY
+/**
+ * The ends' CTEs: `r` (the requests, with their plans), `locked`, `mine` (the
+ * requests whose rows were locked), `ua`, `ut` (the attempts and tasks as
+ * written) and `ue`. `now`: the parameter of the end's time; the 22 columns of
+ * endParams at $first.. (so the claim's parameters can come first).
+ */
+function endCtes(now: string, first: number): string {
+  const p = (k: number) => `$${first + k}`;
+  return `r AS (
+         SELECT * FROM unnest(${p(0)}::bigint[], ${p(1)}::text[], ${p(2)}::text[], ${p(3)}::text[], ${p(4)}::int[], ${p(5)}::int[],
+                              ${p(6)}::text[], ${p(7)}::int[], ${p(8)}::text[], ${p(9)}::text[], ${p(10)}::bigint[],
+                              ${p(11)}::text[], ${p(12)}::int[], ${p(13)}::int[], ${p(14)}::bigint[], ${p(15)}::text[], ${p(16)}::text[],
+                              ${p(17)}::text[], ${p(18)}::text[], ${p(19)}::text[], ${p(20)}::text[], ${p(21)}::text[]) WITH ORDINALITY
            AS r(attempt_id, token, worker_id, task_id, retries_was, lost_was,
                 a_state, exit_code, signal, error, duration_ms,
                 t_state, retries_used, lost_count, run_after, result, outputs,
                 ev_from, ev_to, ev_reason, ev_actor, ev_detail, n)
        ), locked AS (
-         SELECT a.id AS attempt_id
+         SELECT a.id AS attempt_id, t.dag_run_id
          FROM r
          JOIN attempts a ON a.id = r.attempt_id
          JOIN tasks t ON t.id = a.task_id
          WHERE a.state = 'running' AND a.fencing_token = r.token AND a.worker_id = r.worker_id
            AND t.id = r.task_id AND t.state = 'running' AND t.current_attempt_id = a.id
-           AND t.retries_used = r.retries_was AND t.lost_count = r.lost_was AND t.dag_run_id IS NULL
+           AND t.retries_used = r.retries_was AND t.lost_count = r.lost_was
          ORDER BY a.id
          FOR NO KEY UPDATE OF t, a
        ), mine AS (
-         SELECT r.* FROM r JOIN locked USING (attempt_id)
+         SELECT r.* FROM r JOIN locked l USING (attempt_id)
        ), ua AS (
-         UPDATE attempts SET state = m.a_state, ended_at = $1::bigint, exit_code = m.exit_code, signal = m.signal, error = m.error, duration_ms = m.duration_ms
+         UPDATE attempts SET state = m.a_state, ended_at = ${now}::bigint, exit_code = m.exit_code, signal = m.signal, error = m.error, duration_ms = m.duration_ms
          FROM mine m
          WHERE attempts.id = m.attempt_id
          RETURNING attempts.*
        ), ut AS (
          UPDATE tasks SET state = m.t_state, retries_used = m.retries_used, lost_count = m.lost_count, run_after = m.run_after,
-           result = coalesce(m.result, tasks.result), outputs = coalesce(m.outputs, tasks.outputs), updated_at = $1::bigint
+           result = coalesce(m.result, tasks.result), outputs = coalesce(m.outputs, tasks.outputs), updated_at = ${now}::bigint
          FROM mine m
          WHERE tasks.id = m.task_id
          RETURNING tasks.*
        ), ue AS (
          INSERT INTO task_events (task_id, from_state, to_state, reason, actor, at, detail)
-         SELECT m.task_id, m.ev_from, m.ev_to, m.ev_reason, m.ev_actor, $1::bigint, m.ev_detail FROM mine m ORDER BY m.n
+         SELECT m.task_id, m.ev_from, m.ev_to, m.ev_reason, m.ev_actor, ${now}::bigint, m.ev_detail FROM mine m ORDER BY m.n
        )`;
+}
 
-/**
- * The planned ends and (with `claim`) the refill, in one statement (see the
- * top). A request whose guard did not hold changed nothing and comes back
- * undefined.
- */
-export async function endClaimedAndClaim(db: Db, planned: Planned[], claim: RefillClaim | null, now: number): Promise<ClaimedEndsResult> {
+/** endCtes' 22 parameters, in order. */
+function endParams(planned: Planned[]): unknown[][] {
   const col = <T>(f: (p: Planned) => T): T[] => planned.map(f);
-  const params = [
-    ...(claim ? claimParams(claim.worker, claim.max, now, claim.leaseMs) : claimParams({ id: '', labels: {} }, 0, now, 0)),
+  return [
     col((p) => p.request.attemptId),
     col((p) => p.request.fencingToken),
     col((p) => p.request.guard.workerId),
@@ -140,27 +154,70 @@ export async function endClaimedAndClaim(db: Db, planned: Planned[], claim: Refi
     col((p) => p.request.actor),
     col((p) => JSON.stringify({ attemptId: p.request.attemptId, ...p.plan.event.detail })),
   ];
+}
+
+/** Each request's end as written (undefined where its guard did not hold), with its task's signal queued on `tx`. */
+function endedOf(tx: Tx, planned: Planned[], taskRows: TaskRow[] | null, attemptRows: AttemptRow[] | null): Array<AttemptEndResult | undefined> {
+  const tasks = new Map((taskRows ?? []).map((t) => [t.id, t]));
+  const attempts = new Map((attemptRows ?? []).map((a) => [Number(a.id), a]));
+  return planned.map((p) => {
+    const a = attempts.get(p.request.attemptId);
+    const t = tasks.get(p.request.claimed.id);
+    if (!a || !t) return undefined;
+    tx.signal({ kind: 'task', taskId: t.id });
+    return { task: taskFromRow(t), attempt: attemptFromRow(a) };
+  });
+}
+
+/**
+ * The planned ends and (with `claim`) the refill, in one statement (see the
+ * top). A request whose guard did not hold changed nothing and comes back
+ * undefined.
+ */
+export async function endClaimedAndClaim(db: Db, planned: Planned[], claim: RefillClaim | null, now: number): Promise<ClaimedEndsResult> {
+  const params = [...(claim ? claimParams(claim.worker, claim.max, now, claim.leaseMs) : claimParams({ id: '', labels: {} }, 0, now, 0)), ...endParams(planned)];
   return db.single(async (tx) => {
     const row = (
       await tx.query<{ tasks: TaskRow[] | null; attempts: AttemptRow[] | null; claims: Array<{ task: TaskRow; attempt: AttemptRow }> | null }>(
-        `WITH ${CLAIM_CTES}, ${END_CTES}
+        `WITH ${CLAIM_CTES}, ${endCtes('$1', 9)}
          SELECT (SELECT json_agg(ut) FROM ut) AS tasks, (SELECT json_agg(ua) FROM ua) AS attempts,
                 (SELECT json_agg(json_build_object('task', to_json(c), 'attempt', to_json(a)) ORDER BY c.n)
                  FROM claimed c JOIN attempt a ON a.id = c.current_attempt_id) AS claims`,
         params,
       )
     ).rows[0]!;
-    const tasks = new Map((row.tasks ?? []).map((t) => [t.id, t]));
-    const attempts = new Map((row.attempts ?? []).map((a) => [Number(a.id), a]));
-    const ended = planned.map((p) => {
-      const a = attempts.get(p.request.attemptId);
-      const t = tasks.get(p.request.claimed.id);
-      if (!a || !t) return undefined;
-      tx.signal({ kind: 'task', taskId: t.id });
-      return { task: taskFromRow(t), attempt: attemptFromRow(a) };
-    });
+    const ended = endedOf(tx, planned, row.tasks, row.attempts);
     const claims = (row.claims ?? []).map(claimFromJson);
     for (const c of claims) tx.signal({ kind: 'task', taskId: c.task.id });
     return { ended, claims };
   });
+}
+
+/**
+ * The planned ends inside the caller's transaction `tx`, with the runs of the
+ * DAG steps among them locked and read in the same statement (after the
+ * steps: the lock order of dag-runs.ts). Returns each request's end
+ * (undefined where its guard did not hold), the run changes for
+ * progressDagRuns, and the locked runs.
+ */
+export async function endClaimedIn(tx: Tx, planned: Planned[], now: number): Promise<{ ended: Array<AttemptEndResult | undefined>; dag: DagChange[]; runs: Map<string, RunHead> }> {
+  const row = (
+    await tx.query<{ tasks: TaskRow[] | null; attempts: AttemptRow[] | null; runs: RunHead[] | null }>(
+      `WITH ${endCtes('$1', 2)}, lr AS (
+         ${lockRunsWhere('id IN (SELECT dag_run_id FROM locked WHERE dag_run_id IS NOT NULL)')}
+       )
+       SELECT (SELECT json_agg(ut) FROM ut) AS tasks, (SELECT json_agg(ua) FROM ua) AS attempts, (SELECT json_agg(lr) FROM lr) AS runs`,
+      [now, ...endParams(planned)],
+    )
+  ).rows[0]!;
+  const ended = endedOf(tx, planned, row.tasks, row.attempts);
+  const dag: DagChange[] = [];
+  for (const [i, e] of ended.entries()) {
+    const p = planned[i]!;
+    // As endIn: a step that ended now, with its outputs as the write left them.
+    if (e && e.task.dagRunId !== null && isTerminal(p.plan.state)) {
+      dag.push({ runId: e.task.dagRunId, taskId: e.task.id, step: e.task.dagStep!, state: p.plan.state, outputs: (row.tasks ?? []).find((t) => t.id === e.task.id)!.outputs });
+    }
+  }
+  return { ended, dag, runs: new Map((row.runs ?? []).map((r) => [r.id, r])) };
 }
