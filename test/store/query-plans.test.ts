@@ -38,6 +38,7 @@ import { FEED_SQL as PG_FEED_SQL } from '../../src/store/postgres/feed.js';
 import { LOG_SQL as PG_LOG_SQL } from '../../src/store/postgres/logs.js';
 import { openPostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { DUE_SQL as PG_DUE_SQL } from '../../src/store/postgres/tasks.js';
+import { CLAIM_SQL as LITE_CLAIM_SQL } from '../../src/store/sqlite/attempts.js';
 import { DUE_SQL as LITE_DUE_SQL } from '../../src/store/sqlite/tasks.js';
 import {
   ACTIVE_RUNS_SQL as PG_ACTIVE_RUNS_SQL,
@@ -351,6 +352,12 @@ describe('query plans: SQLite', () => {
     expect('readLogsBefore', LITE_LOG_SQL.before, [BIG_LOG, 1_000_000, 32], /^SEARCH log_chunks USING (COVERING )?INDEX log_chunks_task_id \(task_id=\? AND (rowid|id)<\?\)/);
     expect('minute stats', LITE_VIEW_SQL.minutes(false), [T0 + 600_000, T0 + 900_000], /^SEARCH task_minutes USING PRIMARY KEY \(minute>\? AND minute<\?\)/);
     expect('minute stats of an owner', LITE_VIEW_SQL.minutes(true), ['u7', T0 + 600_000, T0 + 900_000], /^SEARCH task_minutes USING (COVERING )?INDEX task_minutes_owner \(owner=\? AND minute>\? AND minute<\?\)/, true);
+  });
+
+  it('the claim reads the head of tasks_queue, no sort', () => {
+    const p = plan(LITE_CLAIM_SQL, [{ labels: '{}', max: 10 }]);
+    assert.ok(p.some((d) => /^SEARCH t USING (COVERING )?INDEX tasks_queue \(state=\?\)/.test(d)), p.join('\n'));
+    assert.ok(!p.some((d) => /TEMP B-TREE|^SCAN t$/.test(d)), p.join('\n'));
   });
 
   it('the due queries (promoteDue, nextDueAt) read tasks_due ranges in run_after order', () => {
