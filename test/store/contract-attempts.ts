@@ -198,6 +198,9 @@ export function runAttemptContract(name: string, open: Opened): void {
           assert.equal(r.task.result, null);
           assert.equal(r.attempt.state, 'failed');
           assert.equal(r.attempt.exitCode, 1);
+          // What the end returns is what it stored (the SQLite store builds these rows rather than reading them back).
+          assert.deepEqual(await h.store.getTask(t.id), r.task);
+          assert.deepEqual(await h.store.getAttempt(c.attempt.id), r.attempt);
           // Not claimable during the backoff.
           assert.equal(await h.store.claimNext(anyWorker(), now, LEASE), null);
           assert.deepEqual(await h.store.promoteDue(now + delays[i]! - 1, 100), []);
@@ -212,6 +215,7 @@ export function runAttemptContract(name: string, open: Opened): void {
         assert.equal(r.task.runAfter, null);
         assert.equal(r.task.attempts, 4);
         assert.deepEqual(r.task.result, { outcome: 'failed', attempt: 4, exitCode: 1, signal: null, error: null, durationMs: 25 });
+        assert.deepEqual(await h.store.getTask(t.id), r.task);
         assert.deepEqual(
           (await h.store.listEvents(t.id)).map((e) => `${e.from}>${e.to}:${e.reason}`),
           [
@@ -271,10 +275,14 @@ export function runAttemptContract(name: string, open: Opened): void {
         assert.equal(r.task.runAfter, null);
         assert.equal(r.task.result, null);
         assert.equal(r.attempt.state, 'lost');
+        assert.deepEqual(await h.store.getTask(t.id), r.task);
+        assert.deepEqual(await h.store.getAttempt(c.attempt.id), r.attempt);
         assert.equal((await h.store.listEvents(t.id)).at(-1)?.reason, 'worker_lost');
         const again = await h.claim(T0 + LEASE + 2);
         assert.equal(again.task.id, t.id);
         assert.equal(again.attempt.number, 2);
+        assert.deepEqual(await h.store.getTask(t.id), again.task);
+        assert.deepEqual(await h.store.getAttempt(again.attempt.id), again.attempt);
       });
 
       it(`lost more than the cap (${DEFAULT_MAX_LOST}) times: failed`, async () => {
