@@ -86,12 +86,13 @@ function claimIn(d: SqliteDb, worker: ClaimingWorker, max: number, now: number, 
   for (const p of picked) {
     const number = p.attempts + 1;
     const fencingToken = newFencingToken();
+    const leaseExpiresAt = now + leaseMs;
     const inserted = d
       .q(
         `INSERT INTO attempts (task_id, number, worker_id, fencing_token, state, started_at, lease_expires_at)
          VALUES (?, ?, ?, ?, 'running', ?, ?)`,
       )
-      .run(p.id, number, worker.id, fencingToken, now, now + leaseMs);
+      .run(p.id, number, worker.id, fencingToken, now, leaseExpiresAt);
     const attempt: AttemptRow = {
       id: Number(inserted.lastInsertRowid),
       task_id: p.id,
@@ -102,7 +103,7 @@ function claimIn(d: SqliteDb, worker: ClaimingWorker, max: number, now: number, 
       state: 'running',
       started_at: now,
       ended_at: null,
-      lease_expires_at: now + leaseMs,
+      lease_expires_at: leaseExpiresAt,
       exit_code: null,
       signal: null,
       error: null,
@@ -126,11 +127,10 @@ function claimIn(d: SqliteDb, worker: ClaimingWorker, max: number, now: number, 
  * much as reading the row again. A store-level drain of 20,000 tasks (claim,
  * then end and refill in batches of 10, as a 10-slot worker; five runs
  * alternating the builds) took 277-313 µs per task with this against 314-354
- * µs with RETURNING * (medians 287 and 328). The
- * write lock is held from the transaction's first statement, so the rows read
- * at its start are the rows updated; a guard that matches no row is a bug, and
- * throws (rolling the write back) rather than returning a row that was not
- * written.
+ * µs with RETURNING * (medians 287 and 328). The write lock is held from the
+ * transaction's first statement, so the rows read at its start are the rows
+ * updated; a guard that matches no row is a bug, and throws (rolling the
+ * write back) rather than returning a row that was not written.
  */
 function assertOneRow(changes: number, what: string, id: string | number): void {
   if (changes !== 1) throw new Error(`sqlite ${what}: the guarded update of ${id} changed ${changes} rows, not 1`);
@@ -150,15 +150,14 @@ function endIn(d: SqliteDb, r: EndRequest, now: number, dag: DagChange[]): Attem
   if (guard.leaseExpired && !(f.attempt.lease_expires_at < now)) return null;
   const plan = planAttemptEnd(taskFromRow(f.task), { ...end, attempt: f.attempt.number }, now);
   const state = attemptStateOf(end.outcome);
-  const ended = { exitCode: end.exitCode ?? null, signal: end.signal ?? null, error: end.error ?? null, durationMs: end.durationMs ?? null };
   const attemptEnd = d
     .q(
       `UPDATE attempts SET state = @state, ended_at = @now, exit_code = @exitCode, signal = @signal, error = @error, duration_ms = @durationMs
        WHERE id = @id AND state = 'running'`,
     )
-    .run({ id: attemptId, state, now, ...ended });
+    .run({ id: attemptId, state, now, exitCode: end.exitCode, signal: end.signal, error: end.error, durationMs: end.durationMs });
   assertOneRow(attemptEnd.changes, 'end', attemptId);
-  const attempt: AttemptRow = { ...f.attempt, state, ended_at: now, exit_code: ended.exitCode, signal: ended.signal, error: ended.error, duration_ms: ended.durationMs };
+  const attempt: AttemptRow = { ...f.attempt, state, ended_at: now, exit_code: end.exitCode, signal: end.signal, error: end.error, duration_ms: end.durationMs };
   let task = f.task;
   // A plan with no event and no result (the task was retried while this attempt ran) leaves the task as it is.
   if (plan.event !== null || plan.result !== null) {
