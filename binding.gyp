@@ -1,9 +1,12 @@
 # The native spawner (native/spawn.c), the native reaper (native/reaper.c,
-# an executable) and the heap trimmer (native/memory.c), built by `npm install`
+# an executable), the heap trimmer (native/memory.c) and the work-directory
+# calls (native/work-dir.c), built by `npm install`
 # (package.json "install"). Linux only:
 # elsewhere there are no targets and the agent uses Node's child_process and
 # the reaper in JavaScript (src/worker/native-spawn.ts and
-# src/worker/reaper-client.ts explain the choices; without the trimmer the
+# src/worker/reaper-client.ts explain the choices; without the work-directory
+# addon the agent makes the same calls through Node's fs,
+# src/worker/work-dir-native.ts; without the trimmer the
 # long-running commands leave freed C heap to glibc, src/cli/memory-trim.ts).
 {
   "targets": [
@@ -23,6 +26,17 @@
       "conditions": [
         ["OS=='linux'", {
           "sources": ["native/memory.c"],
+          "cflags": ["-std=gnu11", "-O2", "-Wall", "-Wextra", "-Wno-unused-parameter"]
+        }, {
+          "type": "none"
+        }]
+      ]
+    },
+    {
+      "target_name": "drover_workdir",
+      "conditions": [
+        ["OS=='linux'", {
+          "sources": ["native/work-dir.c"],
           "cflags": ["-std=gnu11", "-O2", "-Wall", "-Wextra", "-Wno-unused-parameter"]
         }, {
           "type": "none"

@@ -48,9 +48,10 @@
  *             (`cleanedUp`, and whenCleanedUp() for all attempts): measured
  *             (issue 9, 2,000 `/bin/true` through one agent on ext4), its two
  *             rmdir calls through the threadpool were about 1 ms of an 11 ms
- *             slot cycle. Nothing is lost if the agent dies before it is done:
- *             a leftover dir with no process is removed by the next agent
- *             (leftovers.ts).
+ *             slot cycle (where the work-directory addon is built, removals
+ *             share threadpool jobs: work-dir-native.ts). Nothing is lost if
+ *             the agent dies before it is done: a leftover dir with no
+ *             process is removed by the next agent (leftovers.ts).
  *
  * Environment: task-env.ts (a fixed minimal base, the operator's passed
  * variables, the task's env, DROVER_*), never the agent's own.
@@ -300,16 +301,18 @@ export class AttemptRun {
   /** Waits until no member of the group remains (see the life cycle above). */
   private async reapGroup(pgid: number): Promise<void> {
     let deadline: number;
+    let gone = false;
     if (this.killReason) {
       // The SIGKILL timer is still armed: members that ignore SIGTERM die when the grace ends.
       deadline = this.killDeadline + (this.opts.reapTimeoutMs ?? 10_000);
     } else {
-      this.sendToGroup('SIGKILL');
+      // ESRCH: the group is already empty (the usual end of a task that left nothing running); no need to ask again.
+      gone = this.sendToGroup('SIGKILL') === 'gone';
       deadline = Date.now() + (this.opts.reapTimeoutMs ?? 10_000);
     }
     // No event tells when a group is empty: poll, briefly at first.
     let delay = 2;
-    while (groupAlive(pgid)) {
+    while (!gone && groupAlive(pgid)) {
       if (Date.now() >= deadline) {
         this.log.warn({ pgid }, 'process group still has members after SIGKILL; giving up waiting');
         break;
@@ -343,12 +346,13 @@ export class AttemptRun {
     }
   }
 
-  private sendToGroup(signal: NodeJS.Signals): void {
-    if (this.pidValue === null) return;
+  private sendToGroup(signal: NodeJS.Signals): 'sent' | 'gone' | 'failed' {
+    if (this.pidValue === null) return 'failed';
     try {
-      signalGroup(this.pidValue, signal);
+      return signalGroup(this.pidValue, signal);
     } catch (err) {
       this.log.warn({ err, pgid: this.pidValue, signal }, 'could not signal process group');
+      return 'failed';
     }
   }
 

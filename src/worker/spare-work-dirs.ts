@@ -16,12 +16,15 @@
  * (a 100-step PostgreSQL chain, timestamps in process-runner.ts); made while
  * the previous attempt runs, they leave that path.
  *
- * A spare that cannot be made (disk full, permissions) is not retried until
- * the next take, which then makes its directory itself and fails the way it
- * always did, with the error naming the path.
+ * Where the work-directory addon is built, spares are made in threadpool jobs
+ * shared with other makings and removals (work-dir-native.ts): within its
+ * batching window while more than half of `keep` are ready or being made, at
+ * once when fewer are. A spare that cannot be made (disk full, permissions)
+ * is not retried until the next take, which then makes its directory itself
+ * and fails the way it always did, with the error naming the path.
  */
 import type { Logger } from './logger.js';
-import { createWorkDir, removeWorkDir, type WorkDir } from './work-dir.js';
+import { createWorkDir, createWorkDirs, removeWorkDir, type WorkDir } from './work-dir.js';
 
 /** The task-id part of a spare's name (see the contract). */
 export const SPARE_NAME = 'attempt';
@@ -47,9 +50,10 @@ export class SpareWorkDirs implements WorkDirSource {
     return this.ready.length;
   }
 
-  /** Makes spares until `keep` are ready or being made. */
+  /** Makes spares until `keep` are ready or being made (see the contract for when). */
   fill(): void {
-    while (!this.closed && this.ready.length + this.making < this.keep) this.makeOne();
+    const missing = this.keep - this.ready.length - this.making;
+    if (!this.closed && missing > 0) this.make(missing, (this.ready.length + this.making) * 2 <= this.keep ? 'now' : 'soon');
   }
 
   take(taskId: string, attempt: number): Promise<WorkDir> {
@@ -65,16 +69,19 @@ export class SpareWorkDirs implements WorkDirSource {
     await Promise.all(this.ready.splice(0).map((wd) => removeWorkDir(wd).catch(() => {})));
   }
 
-  private makeOne(): void {
-    this.making++;
-    const p = createWorkDir(this.parent, SPARE_NAME, 0).then(
-      (wd) => {
-        this.making--;
-        if (this.closed) return removeWorkDir(wd).catch(() => {});
-        this.ready.push(wd);
+  private make(count: number, when: 'now' | 'soon'): void {
+    this.making += count;
+    const p = createWorkDirs(this.parent, SPARE_NAME, 0, count, when).then(
+      async (made) => {
+        this.making -= count;
+        if (this.closed) {
+          await Promise.all(made.map((wd) => removeWorkDir(wd).catch(() => {})));
+          return;
+        }
+        this.ready.push(...made);
       },
       (err: unknown) => {
-        this.making--;
+        this.making -= count;
         // Not retried here (see the contract): the next take tries again, and an attempt that needs it says why.
         this.log?.debug({ err, dir: this.parent }, 'could not make a spare work dir');
       },

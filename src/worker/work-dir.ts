@@ -15,6 +15,7 @@ import { chmod, mkdir, mkdtemp, rm, rmdir, unlink, writeFile } from 'node:fs/pro
 import { mkdirSync, mkdtempSync, rmdirSync, statfsSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
 import { OUTPUT_FILE_NAME } from '../core/task-outputs.js';
+import { REMOVE_OUTPUT, REMOVE_SCRIPT, workDirBatcher } from './work-dir-native.js';
 
 /** Where an inline script is written inside the work dir. */
 const SCRIPT_FILE = '.drover-script';
@@ -30,6 +31,8 @@ export interface WorkDir {
   outputFileSeen?: boolean;
   /** Set by writeScript. */
   script?: string;
+  /** Set once removeWorkDir has removed the directory: a second call does nothing. */
+  removed?: boolean;
 }
 
 /** Keeps a hostile or odd task id from escaping `parent` or producing odd names. */
@@ -47,7 +50,9 @@ function safeName(s: string): string {
  * the same calls take 150-300 us and can wait behind a journal commit, so
  * they must not block the event loop (made synchronously there, 1,000
  * attempts through the runner ran at 280-297/s against 490-558/s async).
- * Decided once per parent (statfs); an unknown answer means disk.
+ * Decided once per parent (statfs); an unknown answer means disk. On a disk,
+ * where the addon is built, the calls of many makings and removals share one
+ * threadpool job (work-dir-native.ts); else each call is a job of its own.
  */
 const inMemory = new Map<string, boolean>();
 const MEMORY_FS = new Set([0x01021994 /* TMPFS_MAGIC */, 0x858458f6 /* RAMFS_MAGIC */]);
@@ -72,13 +77,13 @@ export async function createWorkDir(parent: string, taskId: string, attempt: num
   // it vanished, to keep the common path at two syscalls.
   if (onMemoryFs(parent)) {
     try {
-      const dir = mkdtempSync(prefix);
-      const outDir = path.join(dir, 'out');
-      mkdirSync(outDir);
-      return { dir, outDir, outputFile: path.join(dir, OUTPUT_FILE_NAME) };
+      return workDirAt(mkdtempSync(prefix), mkdirSync);
     } catch {
       // ENOENT (the parent vanished) and the rest: the general path below says what went wrong
     }
+  } else {
+    const made = await makeNative(prefix, 1, 'now');
+    if (made.length === 1) return made[0]!;
   }
   const dir = await mkdtemp(prefix).catch(async (err: NodeJS.ErrnoException) => {
     if (err.code !== 'ENOENT') throw err;
@@ -88,6 +93,38 @@ export async function createWorkDir(parent: string, taskId: string, attempt: num
   const outDir = path.join(dir, 'out');
   await mkdir(outDir);
   return { dir, outDir, outputFile: path.join(dir, OUTPUT_FILE_NAME) };
+}
+
+/**
+ * Up to `count` work dirs named like createWorkDir's, for spares made ahead:
+ * on a disk with the addon, in one threadpool job that may wait a few
+ * milliseconds for others to join it. Resolves with those made, at least one;
+ * when none could be made, rejects with createWorkDir's error, which names
+ * the path.
+ */
+export async function createWorkDirs(parent: string, name: string, attempt: number, count: number, when: 'now' | 'soon' = 'soon'): Promise<WorkDir[]> {
+  if (!onMemoryFs(parent) && workDirBatcher()) {
+    const made = await makeNative(path.join(parent, `${safeName(name)}-${attempt}-`), count, when);
+    return made.length > 0 ? made : [await createWorkDir(parent, name, attempt)];
+  }
+  const settled = await Promise.allSettled(Array.from({ length: count }, () => createWorkDir(parent, name, attempt)));
+  const made = settled.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+  if (made.length === 0) throw (settled[0] as PromiseRejectedResult).reason;
+  return made;
+}
+
+function workDirAt(dir: string, mkdirOut?: (p: string) => unknown): WorkDir {
+  const outDir = path.join(dir, 'out');
+  mkdirOut?.(outDir);
+  return { dir, outDir, outputFile: path.join(dir, OUTPUT_FILE_NAME) };
+}
+
+/** The addon's making (none where it is not built or failed: Node's fs then makes it, and its errors name the path). */
+async function makeNative(prefix: string, count: number, when: 'now' | 'soon'): Promise<WorkDir[]> {
+  const b = workDirBatcher();
+  if (!b) return [];
+  const r = await b.make(prefix, count, when).catch(() => ({ dirs: [] }));
+  return r.dirs.map((dir) => workDirAt(dir));
 }
 
 /**
@@ -104,24 +141,31 @@ export async function writeScript(workDir: WorkDir, script: string): Promise<str
 }
 
 export async function removeWorkDir(workDir: WorkDir): Promise<void> {
+  if (workDir.removed) return;
   // Fast path for the common case of a task that left nothing behind: remove
   // the two empty directories (and the script) directly, instead of a
   // recursive walk that lstats and lists every level.
   try {
+    const b = workDirBatcher();
     if (onMemoryFs(path.dirname(workDir.dir))) {
       if (workDir.script) unlinkSync(workDir.script);
       if (workDir.outputFileSeen) unlinkSync(workDir.outputFile);
       rmdirSync(workDir.outDir);
       rmdirSync(workDir.dir);
+    } else if (b) {
+      const flags = (workDir.script ? REMOVE_SCRIPT : 0) | (workDir.outputFileSeen ? REMOVE_OUTPUT : 0);
+      if (!(await b.remove(workDir.dir, flags))) throw new Error('not empty');
     } else {
       if (workDir.script) await unlink(workDir.script);
       if (workDir.outputFileSeen) await unlink(workDir.outputFile);
       await rmdir(workDir.outDir);
       await rmdir(workDir.dir);
     }
+    workDir.removed = true;
     return;
   } catch {
     // Not empty (or already partly gone): fall back to the full removal.
   }
   await rm(workDir.dir, { recursive: true, force: true, maxRetries: 3 });
+  workDir.removed = true;
 }

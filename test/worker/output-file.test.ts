@@ -1,24 +1,32 @@
 /**
  * The agent's read of a DROVER_OUTPUT file (output-file.ts) on both of its
  * paths: a work dir on disk (libuv's threadpool) and one in memory (tmpfs,
- * synchronous calls). Real files, links and FIFOs.
+ * synchronous calls), with the work dirs made and removed by the addon
+ * (work-dir-native.ts) and by Node's fs. Real files, links and FIFOs.
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, statfsSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { after, describe, it } from 'node:test';
+import { after, before, describe, it } from 'node:test';
 import { readOutputFile } from '../../src/worker/output-file.js';
 import { createWorkDir, removeWorkDir } from '../../src/worker/work-dir.js';
+import { setWorkDirBatcher, workDirBatcher } from '../../src/worker/work-dir-native.js';
 
 const TMPFS_MAGIC = 0x01021994;
 const places: Array<[string, string]> = [['disk', tmpdir()]];
 if (existsSync('/dev/shm') && statfsSync('/dev/shm').type === TMPFS_MAGIC) places.push(['tmpfs', '/dev/shm']);
 
-for (const [kind, base] of places) describe(`readOutputFile (work dir on ${kind})`, () => {
+const calls: Array<'addon' | 'node fs'> = workDirBatcher() ? ['addon', 'node fs'] : ['node fs'];
+
+for (const [kind, base] of places) for (const how of calls) describe(`readOutputFile (work dir on ${kind}, made and removed by ${how})`, () => {
   const parent = mkdtempSync(path.join(base, 'drover-output-file-'));
-  after(() => rmSync(parent, { recursive: true, force: true }));
+  before(() => setWorkDirBatcher(how === 'addon' ? undefined : null));
+  after(() => {
+    setWorkDirBatcher(undefined);
+    rmSync(parent, { recursive: true, force: true });
+  });
   const fresh = () => createWorkDir(parent, 'T', 1);
 
   it('no file: none, and the work dir is removed by the fast path', async () => {

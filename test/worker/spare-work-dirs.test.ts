@@ -10,6 +10,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { reapLeftovers } from '../../src/worker/leftovers.js';
 import { SPARE_NAME, SpareWorkDirs } from '../../src/worker/spare-work-dirs.js';
+import { setWorkDirBatcher, workDirBatcher } from '../../src/worker/work-dir-native.js';
 import { tempDir } from './helpers.js';
 
 /** Resolves once `pool` has `n` spares ready (each making is a promise on the loop: await a few turns). */
@@ -18,10 +19,18 @@ async function ready(pool: SpareWorkDirs, n: number): Promise<void> {
   assert.equal(pool.spares, n, `${pool.spares} spares ready, expected ${n}`);
 }
 
-describe('spare work dirs', () => {
+const calls: Array<'addon' | 'node fs'> = workDirBatcher() ? ['addon', 'node fs'] : ['node fs'];
+
+for (const how of calls) describe(`spare work dirs (made and removed by ${how})`, () => {
   let tmp: ReturnType<typeof tempDir>;
-  before(() => (tmp = tempDir('drover-spares-')));
-  after(() => tmp.remove());
+  before(() => {
+    setWorkDirBatcher(how === 'addon' ? undefined : null);
+    tmp = tempDir('drover-spares-');
+  });
+  after(() => {
+    setWorkDirBatcher(undefined);
+    tmp.remove();
+  });
 
   it('keeps `keep` ready, hands each out once, with its out dir, and refills after a take', async () => {
     const parent = path.join(tmp.dir, 'a');
