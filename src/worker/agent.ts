@@ -146,6 +146,13 @@ export const DEFAULT_DRAIN_TIMEOUT_MS = 30_000;
 export const MAX_SPARE_WORK_DIRS = 16;
 /** drain(): how long to wait for the server to ack the last exits before closing. */
 export const EXIT_ACK_WAIT_MS = 5_000;
+/**
+ * How long a `started` report may wait for company (held-attempt.ts). Measured
+ * (issue 9, 4,000 `/bin/true` through one agent with 8 slots): a short task
+ * exits within a few milliseconds of its spawn, and sending `started` on its
+ * own cost a socket write in the agent and a frame in the server per task.
+ */
+export const STARTED_DELAY_MS = 10;
 
 /** Resolves once the first connection got `welcome`; rejects after `startTimeoutMs` without one. */
 export async function startAgent(opts: AgentOptions): Promise<Agent> {
@@ -185,6 +192,7 @@ class WorkerAgent implements Agent {
   private heartbeatMs = DEFAULT_HEARTBEAT_MS;
   private leaseMs = DEFAULT_LEASE_MS;
   private heartbeatTimer: NodeJS.Timeout | null = null;
+  private startedTimer: NodeJS.Timeout | null = null;
   private welcomed!: () => void;
   private readonly firstWelcome = new Promise<void>((r) => (this.welcomed = r));
   private readonly drainTimeoutMs: number;
@@ -231,7 +239,7 @@ class WorkerAgent implements Agent {
         },
         onMessage: (m) => this.onMessage(m),
         onDown: (reason) => this.onDown(reason),
-        onWritable: () => this.flush(),
+        onWritable: () => this.flush(true),
       },
     );
     // Started once the options are known good (the Connection checked the URLs), so a bad option leaks no process.
@@ -294,7 +302,7 @@ class WorkerAgent implements Agent {
     for (const h of live) h.run.kill('lost', 'worker shutting down');
     this.skipDrainWait();
     await this.awaitEnd(live, !this.ready);
-    this.flush();
+    this.flush(true);
     this.stopHeartbeat();
     await this.conn.close();
     this.ready = false;
@@ -465,7 +473,7 @@ class WorkerAgent implements Agent {
     this.startHeartbeat();
     this.scheduleFence();
     this.welcomed();
-    this.flush();
+    this.flush(true);
   }
 
   private onHeartbeatAck(m: Extract<ServerMessage, { type: 'heartbeat_ack' }>): void {
@@ -541,7 +549,7 @@ class WorkerAgent implements Agent {
     // `spawnedAt`: epoch ms with a fraction (performance.timeOrigin + now()), the agent's clock just after the
     // spawn; `npm run bench` reads it (at --log-level debug) for submit → process started.
     const onSpawned = (pid: number) => this.log.debug({ attemptId: a.attemptId, taskId: a.taskId, pid, spawnedAt: performance.timeOrigin + performance.now() }, 'process started');
-    const h = new HeldAttempt(a, runner, () => this.flush(), confirmedAt, onSpawned);
+    const h = new HeldAttempt(a, runner, () => this.flush(), confirmedAt, onSpawned, () => this.flushSoon());
     this.held.set(a.attemptId, h);
     void h.ended.then((result) => {
       // debug: the server keeps every attempt's end in the task's history; a line per task cost a busy
@@ -566,15 +574,33 @@ class WorkerAgent implements Agent {
   }
 
   /** Sends due reports, one per attempt per round so a chatty attempt cannot starve the others. */
-  private flush(): void {
+  /**
+   * A flush that sends `started` reports on their own within STARTED_DELAY_MS
+   * (one timer for the agent; held-attempt.ts): until then they wait for
+   * company.
+   */
+  private flushSoon(): void {
+    this.startedTimer ??= setTimeout(() => {
+      this.startedTimer = null;
+      this.flush(true);
+    }, STARTED_DELAY_MS);
+  }
+
+  /** Sends every report due; `started` reports only with another report, unless `startedDue`. */
+  private flush(startedDue = false): void {
     if (!this.ready) return;
+    let due = startedDue;
     let progressed = true;
     while (progressed && this.conn.writable) {
       progressed = false;
       for (const h of this.held.values()) {
         if (!this.conn.writable) break;
-        const msg: AgentMessage | null = h.nextMessage();
-        if (msg && this.conn.send(msg)) progressed = true;
+        const msg: AgentMessage | null = h.nextMessage(due);
+        if (msg && this.conn.send(msg)) {
+          progressed = true;
+          // This flush makes a frame anyway: pending `started` reports ride along (the loop comes round again).
+          due = true;
+        }
       }
     }
   }

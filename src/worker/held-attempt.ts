@@ -4,6 +4,12 @@
  * Contract:
  * - On any connection an attempt's reports go out in this order: `started`
  *   (once, after the spawn), its log chunks by seq, then `exit`.
+ * - `started` does not ask for a send of its own: it goes just before the
+ *   attempt's own next report, with another attempt's report, or when the
+ *   agent's STARTED_DELAY_MS timer fires (the `onStartedPending` callback
+ *   arms it), whichever comes first (nextMessage's `startedAlone`). The
+ *   server only checks it against the fence; a short task's `started` and
+ *   `exit` then share one frame, one socket write on each side instead of two.
  * - `exit` goes out only when the runner's result is in (process group gone,
  *   pipes at EOF) and every chunk has been sent: the server never sees an
  *   exit before the last byte of output.
@@ -52,6 +58,8 @@ export class HeldAttempt {
     leaseConfirmedAt: number,
     /** Called once the process exists (after the spawn), with its pid (0 for the noop executor). */
     onSpawned?: (pid: number) => void,
+    /** `started` is due, without a send of its own (see the contract); default: onChange. */
+    onStartedPending: (h: HeldAttempt) => void = onChange,
   ) {
     this.leaseConfirmedAt = leaseConfirmedAt;
     const { executor, ...runnerOpts } = runner;
@@ -60,7 +68,7 @@ export class HeldAttempt {
       onStarted: (pid) => {
         onSpawned?.(pid);
         this.startedPending = true;
-        onChange(this);
+        onStartedPending(this);
       },
       onOutput: () => onChange(this),
     });
@@ -79,15 +87,21 @@ export class HeldAttempt {
     return this.attempt.fencingToken;
   }
 
-  /** The next report due on the current connection, or null. The caller must send what it gets. */
-  nextMessage(): AgentMessage | null {
+  /**
+   * The next report due on the current connection, or null. The caller must
+   * send what it gets. `startedAlone`: a pending `started` goes even when
+   * nothing of this attempt follows it (see the contract).
+   */
+  nextMessage(startedAlone = true): AgentMessage | null {
     if (this.forgotten) return null;
     const { attemptId, fencingToken } = this.attempt;
+    const pump = this.run.pump;
     if (this.startedPending && this.run.pid !== null) {
+      const more = pump.hasNext || pump.unackedChunk(this.sentThrough + 1) !== undefined || (this.result !== null && pump.drained && !this.exitSent);
+      if (!startedAlone && !more) return null;
       this.startedPending = false;
       return { type: 'started', attemptId, fencingToken, pid: this.run.pid };
     }
-    const pump = this.run.pump;
     const chunk = pump.unackedChunk(this.sentThrough + 1) ?? pump.next();
     if (chunk) {
       this.sentThrough = chunk.seq;

@@ -121,6 +121,11 @@ export class LogPump {
     };
   }
 
+  /** Whether next() would hand out a chunk now. */
+  get hasNext(): boolean {
+    return this.pending.length > 0 && this.window.length < this.maxUnackedChunks;
+  }
+
   /** Seals and hands out the next chunk, or null when nothing is pending or the window is full. */
   next(): OutputChunk | null {
     if (this.window.length >= this.maxUnackedChunks) return null;

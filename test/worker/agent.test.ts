@@ -62,6 +62,33 @@ describe('worker agent', { timeout: 30_000 }, () => {
     }
   });
 
+  it('a short task\'s started and exit share one frame; a long task\'s started goes on its own, before its exit', async () => {
+    const server = await FakeServer.start();
+    const { agent, conn } = await connect(server);
+    try {
+      const short = attempt({ command: 'true' });
+      conn.send({ type: 'assign', attempt: short });
+      const exit = await conn.next('exit', (m) => m.attemptId === short.attemptId);
+      const frame = conn.frames.find((f) => f.includes(exit))!;
+      assert.deepEqual(
+        frame.filter((m) => 'attemptId' in m && m.attemptId === short.attemptId).map((m) => m.type),
+        ['started', 'exit'],
+        'started waited for the exit and went in its frame',
+      );
+      const long = attempt({ command: 'sleep', args: ['30'] });
+      conn.send({ type: 'assign', attempt: long });
+      // Within STARTED_DELAY_MS of the spawn, with nothing else to send: its own frame, the task still running.
+      const started = await conn.next('started', (m) => m.attemptId === long.attemptId);
+      assert.ok(started.pid > 0);
+      assert.equal(conn.messages.some((m) => m.type === 'exit' && m.attemptId === long.attemptId), false);
+      conn.send({ type: 'cancel', attemptId: long.attemptId, reason: 'test' });
+      await conn.next('exit', (m) => m.attemptId === long.attemptId);
+    } finally {
+      await agent.close();
+      await server.close();
+    }
+  });
+
   it('cancel kills the attempt and reports it cancelled', async () => {
     const server = await FakeServer.start();
     const { agent, conn } = await connect(server);

@@ -11,6 +11,8 @@ export const TOKEN = 'drv_test_worker_token';
 
 export class FakeConn {
   readonly messages: AgentMessage[] = [];
+  /** The same messages as they came, one entry per WebSocket frame. */
+  readonly frames: AgentMessage[][] = [];
   private cursor = 0;
   private waiters: Array<() => void> = [];
   /** Ack every log chunk as it arrives. */
@@ -28,6 +30,7 @@ export class FakeConn {
     ws.on('message', (data) => {
       // A frame carries one message or an array of them (core/protocol.ts framing).
       const v = JSON.parse(data.toString()) as AgentMessage | AgentMessage[];
+      this.frames.push(Array.isArray(v) ? v : [v]);
       for (const msg of Array.isArray(v) ? v : [v]) {
         this.messages.push(msg);
         if (this.autoAck && msg.type === 'log') this.send({ type: 'ack', attemptId: msg.attemptId, seq: msg.seq });
