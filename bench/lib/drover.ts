@@ -65,8 +65,12 @@ export async function counts(api: Api): Promise<Record<string, number>> {
   return r.body.counts;
 }
 
-/** Until the server's counters show `n` succeeded (polled every 5 ms); fails at once if any task failed or was cancelled. */
-export async function untilSucceeded(api: Api, n: number, timeoutMs = 900_000): Promise<void> {
+/**
+ * Until the server's counters show `n` succeeded (polled every `everyMs`, default 5); fails at once if any
+ * task failed or was cancelled. Each poll costs the server about 0.3 ms of CPU on this machine: a span that
+ * ends on stored timestamps polls less often, so the watching takes less from what it watches.
+ */
+export async function untilSucceeded(api: Api, n: number, timeoutMs = 900_000, everyMs = 5): Promise<void> {
   await until(
     `${n} tasks succeeded`,
     async () => {
@@ -76,7 +80,7 @@ export async function untilSucceeded(api: Api, n: number, timeoutMs = 900_000): 
       return (k.succeeded ?? 0) >= n;
     },
     timeoutMs,
-    5,
+    everyMs,
   );
 }
 
