@@ -102,6 +102,8 @@ describe('browser: DAG schedules', () => {
     await page.getByRole('button', { name: 'Add schedule' }).click();
     const paramsError = page.getByTestId('error-s-dagParams');
     await paramsError.getByText('dag.params: line 2: expected KEY=VALUE').waitFor();
+    // The focus moves in the frame after the error renders (use-field-errors.ts): wait for that frame, then check.
+    await page.waitForFunction(() => document.activeElement?.id === 's-dagParams', null, { timeout: 2_000 }).catch(() => {});
     assert.equal(await page.evaluate(() => document.activeElement?.id), 's-dagParams', 'focus moves to the field');
     assert.equal(creates, before, 'nothing sent');
 

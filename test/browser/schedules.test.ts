@@ -123,6 +123,8 @@ describe('browser: schedules page', () => {
     assert.equal((await refused).status(), 400);
     await exprError.getByText(/minute 61 is out of range/).waitFor();
     assert.equal(await expr.getAttribute('aria-invalid'), 'true');
+    // The focus moves in the frame after the error renders (use-field-errors.ts): wait for that frame, then check.
+    await page.waitForFunction(() => document.activeElement?.id === 's-schedule', null, { timeout: 2_000 }).catch(() => {});
     assert.equal(await page.evaluate(() => document.activeElement?.id), 's-schedule', 'focus moves to the field');
     await screenshot(page, 'schedule-form-error');
     assert.equal(await created('form-tick'), false, 'nothing was created');
