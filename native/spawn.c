@@ -61,6 +61,8 @@
 #include <node_api.h>
 #include <uv.h>
 
+#include "napi-string.h"
+
 /* One watched child: lives from a successful spawn until its poll handle is closed. */
 typedef struct {
   uv_poll_t poll; /* first member: the handle pointer is the struct pointer */
@@ -79,25 +81,7 @@ typedef struct {
 static int pidfd_open_(pid_t pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }
 
 /* A JS string as a malloc'd C string; NULL (TypeError thrown) if not a string or it holds a NUL. */
-static char *dup_string(napi_env env, napi_value v, const char *what) {
-  size_t len = 0;
-  if (napi_get_value_string_utf8(env, v, NULL, 0, &len) != napi_ok) {
-    napi_throw_type_error(env, NULL, what);
-    return NULL;
-  }
-  char *s = malloc(len + 1);
-  if (s == NULL) {
-    napi_throw_error(env, NULL, "out of memory");
-    return NULL;
-  }
-  napi_get_value_string_utf8(env, v, s, len + 1, &len);
-  if (strlen(s) != len) {
-    free(s);
-    napi_throw_type_error(env, NULL, what);
-    return NULL;
-  }
-  return s;
-}
+static char *dup_string(napi_env env, napi_value v, const char *what) { return drover_dup_string(env, v, what, 0, SIZE_MAX); }
 
 static void free_vec(char **v) {
   if (v == NULL) return;

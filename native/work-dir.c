@@ -46,6 +46,8 @@
 
 #include <node_api.h>
 
+#include "napi-string.h"
+
 #define MAKE_MAX 64
 #define REMOVE_MAX 256
 #define FLAG_SCRIPT 1
@@ -82,26 +84,8 @@ static void free_job(napi_env env, job_t *j) {
   free(j);
 }
 
-/* A copy of a JS string, or NULL with a TypeError thrown (not a string, empty, too long, or it holds NUL). */
-static char *dup_path(napi_env env, napi_value v, const char *what) {
-  size_t len;
-  if (napi_get_value_string_utf8(env, v, NULL, 0, &len) != napi_ok || len == 0 || len >= PATH_MAX) {
-    napi_throw_type_error(env, NULL, what);
-    return NULL;
-  }
-  char *s = malloc(len + 1);
-  if (s == NULL) {
-    napi_throw_error(env, NULL, "out of memory");
-    return NULL;
-  }
-  napi_get_value_string_utf8(env, v, s, len + 1, &len);
-  if (strlen(s) != len) {
-    free(s);
-    napi_throw_type_error(env, NULL, what);
-    return NULL;
-  }
-  return s;
-}
+/* A copy of a JS string, or NULL with a TypeError thrown (not a string, empty, too long for a path, or it holds NUL). */
+static char *dup_path(napi_env env, napi_value v, const char *what) { return drover_dup_string(env, v, what, 1, PATH_MAX - 1); }
 
 /* `a` + `b` in a new string, or NULL. */
 static char *join(const char *a, const char *b) {
