@@ -2,11 +2,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Claim } from '../../src/store/store.js';
-import { endInput, EXPIRED, GUESSED_TOKEN, Harness, LEASE, T0, type Opened } from './contract-harness.js';
+import { endInput, EXPIRED, GUESSED_TOKEN, Harness, LEASE, T0, type ContractHooks, type Opened } from './contract-harness.js';
 
-export function runAttemptBatchContract(name: string, open: Opened): void {
+export function runAttemptBatchContract(name: string, open: Opened, hooks: ContractHooks = {}): void {
   describe(`Store contract, batched attempt writes: ${name}`, () => {
-    const h = Harness.use(open);
+    const h = Harness.use(open, hooks);
     const worker = (id = 'w1', labels: Record<string, string> = {}) => ({ id, labels });
 
     describe('claimMany', () => {
@@ -213,16 +213,8 @@ export function runAttemptBatchContract(name: string, open: Opened): void {
         assert.equal(res.claims.length, 2);
         for (const c of res.claims) assert.deepEqual(await h.store.getTask(c.task.id), c.task);
         await h.settled();
-        const page = await h.store.readChanges(head, 100);
-        const changed = page.changes.filter((c) => c.topic === 'task').map((c) => c.ref);
-        // A PostgreSQL run once read none here (2026-12-03, not reproduced in 40 runs since): if it happens again, the
-        // message says where the feed's rows were against the head and the page's cursor.
-        const all = (await h.store.readChanges(head.includes('.') ? '0.0' : '0', 1000)).changes;
-        assert.deepEqual(
-          new Set(changed),
-          new Set([...res.ended.map((r) => r!.task.id), ...res.claims.map((c) => c.task.id)]),
-          `head ${head}, page cursor ${page.cursor}; every change from the start: ${all.map((c) => `${c.cursor} ${c.ref} ${c.state}`).join(', ')}`,
-        );
+        const changed = (await h.store.readChanges(head, 100)).changes.filter((c) => c.topic === 'task').map((c) => c.ref);
+        assert.deepEqual(new Set(changed), new Set([...res.ended.map((r) => r!.task.id), ...res.claims.map((c) => c.task.id)]));
         assert.equal(changed.length, 5, 'one feed row per task written');
         const counts = await h.store.countTasksByState();
         assert.deepEqual([counts.waiting, counts.running, counts.succeeded, counts.retrying], [0, 2, 1, 2]);

@@ -35,7 +35,7 @@ export function runStoreContract(name: string, open: Opened, hooks: ContractHook
   runRunLaterContract(name, open);
   runBatchContract(name, open, hooks);
   runAttemptContract(name, open);
-  runAttemptBatchContract(name, open);
+  runAttemptBatchContract(name, open, hooks);
   runOutputsContract(name, open);
   runLogContract(name, open);
   runTokenContract(name, open);
