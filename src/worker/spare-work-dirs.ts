@@ -50,6 +50,11 @@ export class SpareWorkDirs implements WorkDirSource {
     return this.ready.length;
   }
 
+  /** Resolves once the makings under way have ended (tests). */
+  async made(): Promise<void> {
+    while (this.pending.size > 0) await Promise.all([...this.pending]);
+  }
+
   /** Makes spares until `keep` are ready or being made (see the contract for when). */
   fill(): void {
     const missing = this.keep - this.ready.length - this.making;
@@ -65,7 +70,7 @@ export class SpareWorkDirs implements WorkDirSource {
   /** Makes no more spares, waits for those being made, and removes every spare not handed out. */
   async close(): Promise<void> {
     this.closed = true;
-    while (this.pending.size > 0) await Promise.all([...this.pending]);
+    await this.made();
     await Promise.all(this.ready.splice(0).map((wd) => removeWorkDir(wd).catch(() => {})));
   }
 

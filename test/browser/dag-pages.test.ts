@@ -436,7 +436,8 @@ describe('browser: DAG pages', () => {
       );
       assert.ok(pageMs < BIG_PAINT_BOUND_MS, `all nodes painted ${ms(painted)} ms after navigation, ${ms(pageMs)} ms of it the page's (bound ${BIG_PAINT_BOUND_MS} ms)`);
       assert.equal(await p.locator('[data-testid="dag-graph"] [data-step]').count(), 1000);
-      assert.equal(await p.locator('[data-testid="gantt"] [data-step]').count(), 1000);
+      // The Gantt chart is built after the page's first paint (use-after-paint.ts): wait for it rather than race it.
+      await until('the Gantt chart’s 1,000 rows', async () => (await p.locator('[data-testid="gantt"] [data-step]').count()) === 1000, 10_000);
       await waitLive(p);
       await screenshot(p, 'dag-run-1000');
 

@@ -13,9 +13,9 @@ import { SPARE_NAME, SpareWorkDirs } from '../../src/worker/spare-work-dirs.js';
 import { setWorkDirBatcher, workDirBatcher } from '../../src/worker/work-dir-native.js';
 import { tempDir } from './helpers.js';
 
-/** Resolves once `pool` has `n` spares ready (each making is a promise on the loop: await a few turns). */
+/** Waits for the pool's makings under way, then checks that `n` spares are ready. */
 async function ready(pool: SpareWorkDirs, n: number): Promise<void> {
-  for (let i = 0; i < 1000 && pool.spares < n; i++) await new Promise((r) => setImmediate(r));
+  await pool.made();
   assert.equal(pool.spares, n, `${pool.spares} spares ready, expected ${n}`);
 }
 
