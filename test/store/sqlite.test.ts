@@ -17,6 +17,7 @@ import Database from 'better-sqlite3';
 import { ConflictError, CursorExpiredError, UnavailableError } from '../../src/core/errors.js';
 import { newTaskId } from '../../src/core/ids.js';
 import { CLAIM_SQL } from '../../src/store/sqlite/attempts.js';
+import { DUE_SQL } from '../../src/store/sqlite/tasks.js';
 import { PAGE_CACHE_KIB } from '../../src/store/sqlite/db.js';
 import { LATEST_SCHEMA_VERSION, MIGRATIONS } from '../../src/store/sqlite/migrations.js';
 import { mapSqliteError } from '../../src/store/sqlite/sqlite-errors.js';
@@ -376,8 +377,9 @@ describe('SqliteStore specifics', () => {
       const claim = (s.db.prepare(`EXPLAIN QUERY PLAN ${CLAIM_SQL}`).all({ labels: '{"os":"linux"}', max: 1 }) as Array<{ detail: string }>).map((p) => p.detail).join('\n');
       assert.match(claim, /tasks_queue/);
       assert.doesNotMatch(claim, /TEMP B-TREE/);
-      const due = plan("SELECT id FROM tasks WHERE state = 'retrying' AND run_after <= 5 ORDER BY run_after, id LIMIT 100");
+      const due = (s.db.prepare(`EXPLAIN QUERY PLAN ${DUE_SQL.due('retrying')}`).all(5, 100) as Array<{ detail: string }>).map((p) => p.detail).join('\n');
       assert.match(due, /tasks_due/);
+      assert.doesNotMatch(due, /TEMP B-TREE/);
       const leases = plan("SELECT * FROM attempts WHERE state = 'running' AND lease_expires_at < 5 ORDER BY lease_expires_at, id LIMIT 100");
       assert.match(leases, /attempts_running_lease/);
       const listing = plan("SELECT * FROM tasks WHERE state = 'waiting' ORDER BY id DESC LIMIT 51");

@@ -639,6 +639,14 @@ ALTER TABLE schedule_runs ADD COLUMN dag_run_id TEXT COLLATE "C";
 CREATE INDEX dag_runs_schedule_active ON dag_runs (schedule_id, id) WHERE schedule_id IS NOT NULL AND state = 'running';
 `,
   },
+  {
+    version: 13,
+    name: 'the queue and due indexes hold only the states they are read for (SQLite only: PostgreSQL has had them since versions 1 and 9)',
+    // SQLite's version 13 makes its tasks_queue and tasks_due partial, as these already are here
+    // (tasks_queue_free, tasks_queue_placed, tasks_due, tasks_ready_due); this version only keeps
+    // the numbering in step.
+    sql: '',
+  },
 ];
 
 /** The schema version this code writes. */

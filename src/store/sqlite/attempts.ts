@@ -25,7 +25,10 @@ const NEVER_A_TOKEN = '-';
 
 /**
  * The claim's choice: the first waiting task in the queue index (tasks_queue:
- * state, priority DESC, id) that the worker's labels satisfy
+ * priority DESC, id, over waiting tasks only since schema 13; named with
+ * INDEXED BY because without statistics SQLite's planner prefers
+ * tasks_state_id and a sort, and `state = 'waiting'` stays a literal so that
+ * the partial index applies) that the worker's labels satisfy
  * (core/placement.ts: every K=V of `requires` is among the labels with the
  * same value; '{}' short-cuts the check). (A task retried while its old
  * attempt still runs is `ready`, not waiting, until that attempt ends:
@@ -36,7 +39,7 @@ const NEVER_A_TOKEN = '-';
  * statement, so two callers (in this process or another) never claim the same
  * task; the second simply gets the next one.
  */
-export const CLAIM_SQL = `SELECT t.* FROM tasks t
+export const CLAIM_SQL = `SELECT t.* FROM tasks t INDEXED BY tasks_queue
 WHERE t.state = 'waiting'
   AND (t.requires = '{}' OR NOT EXISTS (
     SELECT 1 FROM json_each(t.requires) r

@@ -513,6 +513,22 @@ ALTER TABLE schedule_runs ADD COLUMN dag_run_id TEXT;
 CREATE INDEX dag_runs_schedule_active ON dag_runs (schedule_id, id) WHERE schedule_id IS NOT NULL AND state = 'running';
 `,
   },
+  {
+    version: 13,
+    name: 'the queue and due indexes hold only the states they are read for, as on PostgreSQL',
+    sql: `
+-- The claim reads only waiting tasks (attempts.ts CLAIM_SQL) and the due queries only retrying
+-- tasks and ready ones with a run_after (tasks.ts DUE_SQL), each with its state as a literal, so
+-- partial indexes serve them. Over every state, each state change of every task deleted and
+-- inserted an entry in both; now a task enters the queue at submit and leaves it at its claim,
+-- and its end writes neither (issue 9).
+DROP INDEX tasks_queue;
+CREATE INDEX tasks_queue ON tasks (priority DESC, id ASC) WHERE state = 'waiting';
+DROP INDEX tasks_due;
+CREATE INDEX tasks_due ON tasks (run_after, id) WHERE state = 'retrying';
+CREATE INDEX tasks_ready_due ON tasks (run_after, id) WHERE state = 'ready' AND run_after IS NOT NULL;
+`,
+  },
 ];
 
 /** The schema version this code writes. */
