@@ -573,7 +573,6 @@ class WorkerAgent implements Agent {
     return [...this.held.values()].filter((h) => !h.forgotten);
   }
 
-  /** Sends due reports, one per attempt per round so a chatty attempt cannot starve the others. */
   /**
    * A flush that sends `started` reports on their own within STARTED_DELAY_MS
    * (one timer for the agent; held-attempt.ts): until then they wait for
@@ -586,7 +585,11 @@ class WorkerAgent implements Agent {
     }, STARTED_DELAY_MS);
   }
 
-  /** Sends every report due; `started` reports only with another report, unless `startedDue`. */
+  /**
+   * Sends due reports, one per attempt per round so a chatty attempt cannot
+   * starve the others; `started` reports only with another report, unless
+   * `startedDue`.
+   */
   private flush(startedDue = false): void {
     if (!this.ready) return;
     let due = startedDue;
