@@ -11,12 +11,17 @@
  *   - make(prefix, count, 'soon') (spares, made ahead) waits for the window
  *     too; make(prefix, count, 'now') (an attempt waiting for its directory)
  *     goes at once and takes the queued removals with it.
- *   - A job holds at most one making; others wait for the next job. Nothing
- *     queued is dropped: the window's timer keeps the process alive until it
- *     has run, so an agent that waits for its removals (whenCleanedUp) sees
- *     them done.
- *   - The promises reject only if the addon's job could not complete (the
- *     engine out of memory); the callers then use Node's fs.
+ *   - A job holds at most one making; spare makings of one prefix queued in
+ *     a window are merged into one (each caller gets its own directories),
+ *     others wait for the next job. Nothing queued is dropped: the window's
+ *     timer keeps the process alive until it has run, so an agent that waits
+ *     for its removals (whenCleanedUp) sees them done.
+ *   - A making that stops short resolves with the directories it made and
+ *     the errno that stopped it.
+ *   - The promises reject only when the addon refused the job's arguments
+ *     (a path with a NUL byte or longer than PATH_MAX: every call in that
+ *     job) or could not complete it (the engine out of memory); the callers
+ *     then use Node's fs, whose errors name the path.
  *
  * Why a window: a removal is not on any attempt's path (process-runner.ts),
  * and spares are made before they are needed (spare-work-dirs.ts), so a few
