@@ -31,8 +31,6 @@ export interface WorkDir {
   outputFileSeen?: boolean;
   /** Set by writeScript. */
   script?: string;
-  /** Set once removeWorkDir has removed the directory: a second call does nothing. */
-  removed?: boolean;
 }
 
 /** Keeps a hostile or odd task id from escaping `parent` or producing odd names. */
@@ -77,7 +75,9 @@ export async function createWorkDir(parent: string, taskId: string, attempt: num
   // it vanished, to keep the common path at two syscalls.
   if (onMemoryFs(parent)) {
     try {
-      return workDirAt(mkdtempSync(prefix), mkdirSync);
+      const dir = mkdtempSync(prefix);
+      mkdirSync(path.join(dir, 'out'));
+      return workDirAt(dir);
     } catch {
       // ENOENT (the parent vanished) and the rest: the general path below says what went wrong
     }
@@ -90,9 +90,8 @@ export async function createWorkDir(parent: string, taskId: string, attempt: num
     await mkdir(parent, { recursive: true });
     return mkdtemp(prefix);
   });
-  const outDir = path.join(dir, 'out');
-  await mkdir(outDir);
-  return { dir, outDir, outputFile: path.join(dir, OUTPUT_FILE_NAME) };
+  await mkdir(path.join(dir, 'out'));
+  return workDirAt(dir);
 }
 
 /**
@@ -113,10 +112,9 @@ export async function createWorkDirs(parent: string, name: string, attempt: numb
   return made;
 }
 
-function workDirAt(dir: string, mkdirOut?: (p: string) => unknown): WorkDir {
-  const outDir = path.join(dir, 'out');
-  mkdirOut?.(outDir);
-  return { dir, outDir, outputFile: path.join(dir, OUTPUT_FILE_NAME) };
+/** The WorkDir of `dir`, whose `out` exists. */
+function workDirAt(dir: string): WorkDir {
+  return { dir, outDir: path.join(dir, 'out'), outputFile: path.join(dir, OUTPUT_FILE_NAME) };
 }
 
 /** The addon's making (none where it is not built or failed: Node's fs then makes it, and its errors name the path). */
@@ -141,7 +139,6 @@ export async function writeScript(workDir: WorkDir, script: string): Promise<str
 }
 
 export async function removeWorkDir(workDir: WorkDir): Promise<void> {
-  if (workDir.removed) return;
   // Fast path for the common case of a task that left nothing behind: remove
   // the two empty directories (and the script) directly, instead of a
   // recursive walk that lstats and lists every level.
@@ -161,11 +158,9 @@ export async function removeWorkDir(workDir: WorkDir): Promise<void> {
       await rmdir(workDir.outDir);
       await rmdir(workDir.dir);
     }
-    workDir.removed = true;
     return;
   } catch {
     // Not empty (or already partly gone): fall back to the full removal.
   }
   await rm(workDir.dir, { recursive: true, force: true, maxRetries: 3 });
-  workDir.removed = true;
 }
