@@ -28,6 +28,7 @@ import { installSecurityHeaders } from './security-headers.js';
 import { documentErrorStatuses } from './openapi-errors.js';
 import { apiDocsRoutes } from './routes/api-docs.js';
 import { answerMissingFile, defaultWebDist, staticRoutes } from './static-files.js';
+import { buildSerializerFactory, lazyValidator } from './lazy-compilers.js';
 
 export const BODY_LIMIT = 1024 * 1024;
 
@@ -50,19 +51,30 @@ const EXACT_ROUTING = { ignoreTrailingSlash: false, ignoreDuplicateSlashes: fals
  * `webDist`: the built dashboard (default the package's web/dist; static-files.ts).
  * `logStream`: where Fastify's own log lines (JSON) go, default stdout; `drover dev` passes one
  * that writes human lines to its terminal.
+ * `eagerSchemas`: compile every route's validators and serializers while the
+ * routes are registered (tests), instead of at each one's first use
+ * (lazy-compilers.ts says why that is the default).
  */
-export async function buildApp(ctx: AppContext, opts: { logLevel?: string; webDist?: string; logStream?: { write(line: string): unknown } } = {}): Promise<FastifyInstance> {
+export async function buildApp(
+  ctx: AppContext,
+  opts: { logLevel?: string; webDist?: string; logStream?: { write(line: string): unknown }; eagerSchemas?: boolean } = {},
+): Promise<FastifyInstance> {
+  const eager = opts.eagerSchemas ?? false;
   const app = Fastify({
     bodyLimit: BODY_LIMIT,
     logger: { level: opts.logLevel ?? 'warn', ...(opts.logStream ? { stream: opts.logStream } : {}) },
     routerOptions: EXACT_ROUTING,
+    schemaController: { compilersFactory: { buildSerializer: buildSerializerFactory(eager) } },
   });
   // Two validators: bodies are JSON and must have the exact types (no "3" for 3);
   // query strings and path params are text and are coerced. Neither drops
   // unknown fields: the closed schemas reject them.
   const strict = newAjv(false);
   const coercing = newAjv('array');
-  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? strict : coercing).compile(schema));
+  app.setValidatorCompiler(({ schema, httpPart }) => {
+    const compile = () => (httpPart === 'body' ? strict : coercing).compile(schema);
+    return eager ? compile() : lazyValidator(compile);
+  });
   app.decorateRequest('principal', null);
   app.setErrorHandler(handleError);
   app.setNotFoundHandler((req, reply) => {

@@ -36,6 +36,8 @@ export interface ServerOptions {
   webDist?: string;
   /** Where the server's and Fastify's log lines (pino JSON) go instead of stderr: `drover dev` turns them into human lines. */
   logDestination?: { write(chunk: string): unknown };
+  /** Compile every route's schemas at start-up instead of at first use (server/lazy-compilers.ts; for tests). */
+  eagerSchemas?: boolean;
 }
 
 export interface RunningServer {
@@ -98,6 +100,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       logLevel: opts.logLevel === 'debug' ? 'info' : 'warn',
       ...(opts.webDist !== undefined ? { webDist: opts.webDist } : {}),
       ...(opts.logDestination ? { logStream: opts.logDestination } : {}),
+      ...(opts.eagerSchemas ? { eagerSchemas: true } : {}),
     },
   );
   await app.listen({ host: opts.host ?? '127.0.0.1', port: opts.port ?? 7070 });
