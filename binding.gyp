@@ -1,13 +1,14 @@
 # The native spawner (native/spawn.c), the native reaper (native/reaper.c,
-# an executable), the heap trimmer (native/memory.c) and the work-directory
+# an executable), the heap trimmer and malloc arena limit (native/memory.c) and the work-directory
 # calls (native/work-dir.c), built by `npm install`
 # (package.json "install"). Linux only:
 # elsewhere there are no targets and the agent uses Node's child_process and
 # the reaper in JavaScript (src/worker/native-spawn.ts and
 # src/worker/reaper-client.ts explain the choices; without the work-directory
 # addon the agent makes the same calls through Node's fs,
-# src/worker/work-dir-native.ts; without the trimmer the
-# long-running commands leave freed C heap to glibc, src/cli/memory-trim.ts).
+# src/worker/work-dir-native.ts; without the memory addon the
+# long-running commands leave freed C heap to glibc, src/cli/memory-trim.ts, and
+# keep glibc's default arenas, src/cli/malloc-arenas.ts).
 {
   "targets": [
     {

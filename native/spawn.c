@@ -83,35 +83,6 @@ static int pidfd_open_(pid_t pid) { return (int)syscall(SYS_pidfd_open, pid, 0);
 /* A JS string as a malloc'd C string; NULL (TypeError thrown) if not a string or it holds a NUL. */
 static char *dup_string(napi_env env, napi_value v, const char *what) { return drover_dup_string(env, v, what, 0, SIZE_MAX); }
 
-static void free_vec(char **v) {
-  if (v == NULL) return;
-  for (char **p = v; *p != NULL; p++) free(*p);
-  free(v);
-}
-
-/* A JS string array as a NULL-terminated malloc'd vector; NULL (exception pending) on error. */
-static char **dup_vec(napi_env env, napi_value arr, const char *what) {
-  bool is_array = false;
-  uint32_t n = 0;
-  if (napi_is_array(env, arr, &is_array) != napi_ok || !is_array || napi_get_array_length(env, arr, &n) != napi_ok) {
-    napi_throw_type_error(env, NULL, what);
-    return NULL;
-  }
-  char **v = calloc((size_t)n + 1, sizeof(char *));
-  if (v == NULL) {
-    napi_throw_error(env, NULL, "out of memory");
-    return NULL;
-  }
-  for (uint32_t i = 0; i < n; i++) {
-    napi_value e;
-    if (napi_get_element(env, arr, i, &e) != napi_ok || (v[i] = dup_string(env, e, what)) == NULL) {
-      free_vec(v);
-      return NULL;
-    }
-  }
-  return v;
-}
-
 /* Moves fd above 2 (so the child's dup2 onto 0..2 never meets its own source); -1 on error. */
 static int above_stdio(int fd) {
   if (fd > 2) return fd;
@@ -237,8 +208,8 @@ static void free_req(napi_env env, req_t *r) {
   if (r->on_exit) napi_delete_reference(env, r->on_exit);
   free(r->file);
   free(r->cwd);
-  free_vec(r->argv);
-  free_vec(r->envp);
+  drover_free_vec(r->argv);
+  drover_free_vec(r->envp);
   free(r);
 }
 
@@ -452,8 +423,8 @@ static napi_value js_spawn(napi_env env, napi_callback_info info) {
   }
   r->out = r->err = r->pidfd = -1;
   if ((r->file = dup_string(env, a[0], "file must be a string without NUL bytes")) == NULL ||
-      (r->argv = dup_vec(env, a[1], "argv must be an array of strings without NUL bytes")) == NULL ||
-      (r->envp = dup_vec(env, a[2], "envp must be an array of strings without NUL bytes")) == NULL ||
+      (r->argv = drover_dup_vec(env, a[1], "argv must be an array of strings without NUL bytes")) == NULL ||
+      (r->envp = drover_dup_vec(env, a[2], "envp must be an array of strings without NUL bytes")) == NULL ||
       (r->cwd = dup_string(env, a[3], "cwd must be a string without NUL bytes")) == NULL) {
     free_req(env, r);
     return NULL;

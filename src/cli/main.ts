@@ -2,8 +2,14 @@
  * Entry point of the `drover` executable (bin/drover.js imports this module):
  * importing it runs the CLI with the process arguments.
  */
-import { runCli } from './program.js';
-import { exitWithParent } from './signals.js';
+import { limitMallocArenasEarly } from './malloc-arenas.js';
+
+// Before the CLI's modules load: `drover server` and `drover dev` may start
+// again in this process with MALLOC_ARENA_MAX set (malloc-arenas.ts).
+limitMallocArenasEarly(process.argv.slice(2));
+
+const { runCli } = await import('./program.js');
+const { exitWithParent } = await import('./signals.js');
 
 exitWithParent();
 

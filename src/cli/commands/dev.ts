@@ -56,6 +56,7 @@ import { UsageError } from '../usage-error.js';
 import { listenError } from '../listen-error.js';
 import { openInBrowser } from '../open-browser.js';
 import { applyHeapFlags } from '../heap-flags.js';
+import { limitMallocArenas } from '../malloc-arenas.js';
 import { startMemoryTrim } from '../memory-trim.js';
 import { clockTime, humanPinoDestination, isLogLevel, LOG_LEVELS, type LogLevel } from '../human-log.js';
 import { heldMessage, readHolder, removeHolder, writeHolder, type Holder } from '../server-holder.js';
@@ -247,6 +248,7 @@ export function devCommand(): Command {
       const dbPath = join(cfg.dir, 'drover.db');
       const refusal = (holder: Holder | null) => new Error(heldMessage(cfg.dir, dbPath, holder, 'stop that one first, or use another --dir'));
 
+      limitMallocArenas(); // may start this command again in this process (execve), before anything is made
       applyHeapFlags();
       startMemoryTrim();
       // Before anything is created: a running holder (its lock confirms it), then the port.

@@ -13,6 +13,7 @@ import { parseDbUrl, parseDurationFlag, parseIntFlag, parsePort } from '../parse
 import { UsageError } from '../usage-error.js';
 import { listenError } from '../listen-error.js';
 import { applyHeapFlags } from '../heap-flags.js';
+import { limitMallocArenas } from '../malloc-arenas.js';
 import { startMemoryTrim } from '../memory-trim.js';
 import { isLogLevel, LOG_LEVELS } from '../human-log.js';
 import { heldMessage, readHolder, removeHolder, writeHolder } from '../server-holder.js';
@@ -71,6 +72,7 @@ export function serverCommand(): Command {
       const dbPool = parseIntFlag('--db-pool', flags.dbPool, 1, 200);
       if (!isLogLevel(flags.logLevel)) throw new UsageError(`invalid --log-level "${flags.logLevel.slice(0, 40)}": expected one of ${LOG_LEVELS.join(', ')}`);
       if (!flags.host.trim()) throw new UsageError('invalid --host "": expected an address such as 127.0.0.1 or 0.0.0.0');
+      limitMallocArenas(); // may start this command again in this process (execve), before anything is made
       ensureSqliteDir(db);
       const file = sqliteFile(db);
 
