@@ -2,11 +2,12 @@
  * Entry point of the `drover` executable (bin/drover.js imports this module):
  * importing it runs the CLI with the process arguments.
  */
-import { limitMallocArenasEarly } from './malloc-arenas.js';
-
+const args = process.argv.slice(2);
 // Before the CLI's modules load: `drover server` and `drover dev` may start
-// again in this process with MALLOC_ARENA_MAX set (malloc-arenas.ts).
-limitMallocArenasEarly(process.argv.slice(2));
+// again in this process with MALLOC_ARENA_MAX set (malloc-arenas.ts, whose
+// limitMallocArenasEarly checks the command again); the other commands do not
+// load that module (start-up time is a target for `drover ls`).
+if (args[0] === 'server' || args[0] === 'dev') (await import('./malloc-arenas.js')).limitMallocArenasEarly(args);
 
 const { runCli } = await import('./program.js');
 const { exitWithParent } = await import('./signals.js');
@@ -19,7 +20,7 @@ process.stdout.on('error', (err: NodeJS.ErrnoException) => {
   throw err;
 });
 
-const code = await runCli(process.argv.slice(2));
+const code = await runCli(args);
 if (code !== 0) {
   // Failed before or while starting: do not linger on handles a half-started command left open.
   process.exit(code);
