@@ -50,19 +50,23 @@
 #include "napi-string.h"
 #if defined(__GLIBC__)
 #include <malloc.h>
-#define HAVE_MALLOC_TRIM 1
+#define HAVE_GLIBC_MALLOC 1
 #else
-#define HAVE_MALLOC_TRIM 0
+#define HAVE_GLIBC_MALLOC 0
 #endif
+
+/* `b` as a JS boolean; NULL (exception pending) if N-API fails. */
+static napi_value js_boolean(napi_env env, bool b) {
+  napi_value out;
+  return napi_get_boolean(env, b, &out) == napi_ok ? out : NULL;
+}
 
 static napi_value js_trim(napi_env env, napi_callback_info info) {
   bool released = false;
-#if HAVE_MALLOC_TRIM
+#if HAVE_GLIBC_MALLOC
   released = malloc_trim(0) == 1;
 #endif
-  napi_value out;
-  if (napi_get_boolean(env, released, &out) != napi_ok) return NULL;
-  return out;
+  return js_boolean(env, released);
 }
 
 static napi_value js_arena_max(napi_env env, napi_callback_info info) {
@@ -76,12 +80,10 @@ static napi_value js_arena_max(napi_env env, napi_callback_info info) {
     return NULL;
   }
   bool set = false;
-#if HAVE_MALLOC_TRIM
+#if HAVE_GLIBC_MALLOC
   set = mallopt(M_ARENA_MAX, n) == 1;
 #endif
-  napi_value out;
-  if (napi_get_boolean(env, set, &out) != napi_ok) return NULL;
-  return out;
+  return js_boolean(env, set);
 }
 
 static napi_value js_exec(napi_env env, napi_callback_info info) {
@@ -129,7 +131,7 @@ NAPI_MODULE_INIT() {
       napi_set_named_property(env, exports, "arenaMax", fn) != napi_ok ||
       napi_create_function(env, "exec", NAPI_AUTO_LENGTH, js_exec, NULL, &fn) != napi_ok ||
       napi_set_named_property(env, exports, "exec", fn) != napi_ok ||
-      napi_get_boolean(env, HAVE_MALLOC_TRIM, &supported) != napi_ok ||
+      napi_get_boolean(env, HAVE_GLIBC_MALLOC, &supported) != napi_ok ||
       napi_set_named_property(env, exports, "supported", supported) != napi_ok) {
     napi_throw_error(env, NULL, "drover_memory: could not initialise");
     return NULL;

@@ -1,8 +1,8 @@
 /**
  * At most MALLOC_ARENAS glibc malloc arenas in `drover server` and `drover
- * dev` (the processes holding the server), unless the environment already says how many
- * (MALLOC_ARENA_MAX or a glibc.malloc.arena_max tunable: the operator's
- * choice wins).
+ * dev` (the processes holding the server), unless the environment already
+ * says how many (MALLOC_ARENA_MAX or a glibc.malloc.arena_max tunable: the
+ * operator's choice wins).
  *
  * Why: glibc gives each thread that allocates its own arena, up to 8 per
  * core, and memory freed in an arena stays there for that arena's next
@@ -15,9 +15,9 @@
  * 84.8-87.3 MB against 87.8-92.3 MB idle 30 s later; the drain's rate the
  * same. With this module (the re-execution below), against the build before
  * it, the same way: 96.2-99.6 MB against 102.0-105.0 MB at the drain's end,
- * 82.9-85.1 MB against 89.7-102.3 MB idle. An agent with 10 tasks running: 61.8-65.1 MB against 62.1-62.4 MB,
- * no difference, so `drover worker` is left alone (its threads allocate
- * little).
+ * 82.9-85.1 MB against 89.7-102.3 MB idle. An agent with 10 tasks running:
+ * 61.8-65.1 MB against 62.1-62.4 MB, no difference, so `drover worker` is
+ * left alone (its threads allocate little).
  *
  * How: glibc reads MALLOC_ARENA_MAX when malloc initialises, before any of
  * our code runs, and mallopt(M_ARENA_MAX) later binds only threads that have

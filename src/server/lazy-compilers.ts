@@ -20,7 +20,7 @@
  * from its first call on (a validator also carries the compiled one's
  * `errors` after each call, which Fastify reads). A schema that does not
  * compile throws at that first call instead of at start-up; the test suite
- * builds the app with `eager: true` so that every schema is still compiled
+ * starts a server with `eagerSchemas` so that every schema is still compiled
  * by a test.
  */
 import { SerializerSelector } from '@fastify/fast-json-stringify-compiler';
