@@ -1,3 +1,4 @@
 #!/usr/bin/env node
-// The `drover` executable: a thin shim over the compiled CLI in dist/.
-import '../dist/src/cli/main.js';
+// The `drover` executable: a thin shim over the CLI's bundle in dist/cli/
+// (`npm run build`: tsc, then rolldown.config.js).
+import '../dist/cli/main.js';

@@ -9,6 +9,8 @@
  * started and keep the process alive with their own handles.
  */
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { packageRoot } from '../worker/package-root.js';
 import { Command, CommanderError } from './commander.js';
 import { colourFlags } from './colour.js';
 import { EXIT_USAGE, UsageError } from './usage-error.js';
@@ -82,7 +84,7 @@ export function commandsToLoad(argv: readonly string[]): 'none' | 'all' | readon
 
 function version(): string {
   try {
-    const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version?: string };
+    const pkg = JSON.parse(readFileSync(join(packageRoot(import.meta.url), 'package.json'), 'utf8')) as { version?: string };
     return pkg.version ?? '0.0.0';
   } catch {
     return '0.0.0';

@@ -25,21 +25,22 @@
  *   rebuild while the server runs is served at once.
  */
 import { lstat } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join, resolve, sep } from 'node:path';
 import fastifyStatic from '@fastify/static';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { packageRoot } from '../worker/package-root.js';
 import { errorBody } from './error-handler.js';
 
 /** The dashboard's pages: each answers index.html and the app's router shows the page. */
 export const PAGE_ROUTES = ['/', '/sign-in', '/tasks', '/tasks/:id', '/workers', '/schedules', '/schedules/new', '/dags', '/dags/:name', '/dag-runs/:id', '/submit'] as const;
 
 /**
- * `web/dist/` of this package, found from this file's place in it
- * (dist/src/server/static-files.js), not from the working directory.
+ * `web/dist/` of this package, found from this module's place in it (the
+ * nearest package.json above dist/src/server/ or the bundle's dist/cli/), not
+ * from the working directory.
  */
 export function defaultWebDist(): string {
-  return fileURLToPath(new URL('../../../web/dist/', import.meta.url));
+  return join(packageRoot(import.meta.url), 'web', 'dist') + sep;
 }
 
 export const ASSET_CACHE_CONTROL = 'public, max-age=31536000, immutable';

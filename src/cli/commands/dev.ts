@@ -47,7 +47,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
+import { packageRoot } from '../../worker/package-root.js';
 import { Command } from '../commander.js';
 import { findCredentialsFile, readCredentialsFile, sameServer } from '../credentials.js';
 import { parseIntFlag, parsePort } from '../parse.js';
@@ -93,8 +93,8 @@ export function buildDevConfig(flags: DevFlags, cwd: string): DevConfig {
   return { port, workers, slots, dir: resolve(cwd, flags.dir), logLevel: flags.logLevel };
 }
 
-/** The compiled CLI entry point of this build; workers run it as `drover worker`. */
-const CLI_MAIN = fileURLToPath(new URL('../main.js', import.meta.url));
+/** This package's executable (bin/drover.js); workers run it as `drover worker`. */
+const CLI_MAIN = join(packageRoot(import.meta.url), 'bin', 'drover.js');
 
 /** Minimal view of the running server that dev needs (matches RunningServer.tokens). */
 interface TokenService {

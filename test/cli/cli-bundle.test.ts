@@ -1,0 +1,117 @@
+/**
+ * The bundle the `drover` executable runs (dist/cli/, rolldown.config.js):
+ * - `drover ls` and `drover show` read a handful of files, all of them the
+ *   bundle's: no module of dist/src/ and no package file (commander is inside;
+ *   nothing else is needed before the request). Their start-up is a target
+ *   (≤ 1.5 × `node -e 0`, bench/sections/startup.ts), and each module Node's ESM
+ *   loader reads costs about 0.6 ms here.
+ * - every relative import of a chunk names a file that exists (the reaper's
+ *   module stays tsc's file in dist/src/, reached as ../src/worker/reaper.js);
+ * - it was built from this build's dist/src (npm run build runs tsc, then
+ *   rolldown; tsc alone would leave the executable on older code);
+ * - bin/drover.js runs it, and `--version` finds package.json from it.
+ * The dashboard served from a bundled server is web-auth-static's e2e test;
+ * everything else the CLI does is tested on the bundle through fake-api.ts.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { after, describe, it } from 'node:test';
+import { CLI_MAIN, closedPort, makeSummary, makeTask, sendJson, startFakeApi, TASK_ID, type CliResult } from './fake-api.js';
+import { runRecorded } from './recorded-run.js';
+
+const BUNDLE_DIR = dirname(CLI_MAIN);
+const DIST = resolve(BUNDLE_DIR, '..');
+const PACKAGE_ROOT = resolve(DIST, '..');
+const BIN = join(PACKAGE_ROOT, 'bin', 'drover.js');
+const dir = mkdtempSync(join(tmpdir(), 'drover-bundle-'));
+let runs = 0;
+
+/** Runs `entry` with the module recorder; returns its result and the files it loaded. */
+async function record(entry: string, args: string[], env: Record<string, string> = {}): Promise<CliResult & { files: string[] }> {
+  const r = await runRecorded(entry, args, { log: join(dir, `modules-${++runs}.txt`), cwd: dir, env: { NO_COLOR: '1', ...env } });
+  return { ...r, files: r.modules.filter((u) => u.startsWith('file:')).map((u) => fileURLToPath(u)) };
+}
+
+/** The files of this package a run loaded, relative to the package root, besides bin/drover.js. */
+const packageFiles = (files: string[]) => files.filter((f) => f.startsWith(PACKAGE_ROOT + '/')).map((f) => f.slice(PACKAGE_ROOT.length + 1)).filter((f) => f !== 'bin/drover.js');
+
+describe('the CLI bundle', () => {
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('bin/drover.js runs it: --version loads only its files and reads the version from package.json', async () => {
+    const r = await record(BIN, ['--version']);
+    assert.equal(r.code, 0, r.stderr);
+    const pkg = JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version: string };
+    assert.equal(r.stdout, `${pkg.version}\n`);
+    assert.ok(r.files.includes(BIN), r.files.join('\n'));
+    const own = packageFiles(r.files);
+    assert.ok(own.includes('dist/cli/main.js'), own.join('\n'));
+    assert.deepEqual(own.filter((f) => !f.startsWith('dist/cli/')), [], 'files outside the bundle');
+  });
+
+  it('ls and show: a handful of the bundle\'s files, nothing from dist/src or node_modules, and they work', async () => {
+    const api = await startFakeApi((req, res) => {
+      if (req.path === '/v1/tasks') sendJson(res, 200, { tasks: [makeSummary({ name: 'nightly' })], nextCursor: null });
+      else if (req.path === `/v1/tasks/${TASK_ID}`) sendJson(res, 200, { task: makeTask({ name: 'nightly' }), attempts: [], events: [] });
+      else sendJson(res, 404, { error: { code: 'not_found', message: `no route ${req.method} ${req.path}` } });
+    });
+    try {
+      const env = { DROVER_URL: api.url, DROVER_TOKEN: 't' };
+      for (const args of [['ls'], ['show', TASK_ID]]) {
+        const r = await record(CLI_MAIN, args, env);
+        assert.equal(r.code, 0, r.stderr);
+        assert.match(r.stdout, /nightly/);
+        const own = packageFiles(r.files);
+        assert.deepEqual(own.filter((f) => !f.startsWith('dist/cli/')), [], `${args[0]}: files outside the bundle`);
+        // main.js, the shared `cli` chunk and the facades of the three modules main.js and
+        // program.js import lazily (program, signals, tasks): 5 today.
+        assert.ok(own.length <= 6, `${args[0]} loaded ${own.length} files of the bundle:\n${own.join('\n')}`);
+        assert.deepEqual(r.files.filter((f) => f.includes('/node_modules/')), [], `${args[0]}: package files`);
+      }
+    } finally {
+      await api.close();
+    }
+  });
+
+  it('the recorder sees a command that loads more (so the short lists above mean something)', async () => {
+    const r = await record(CLI_MAIN, ['server', '--port', '70000']);
+    assert.equal(r.code, 2, r.stderr);
+    assert.ok(packageFiles(r.files).length > 6, packageFiles(r.files).join('\n'));
+    const ls = await record(CLI_MAIN, ['ls'], { DROVER_URL: `http://127.0.0.1:${await closedPort()}`, DROVER_TOKEN: 't' });
+    assert.equal(ls.code, 1, ls.stderr);
+    assert.ok(packageFiles(r.files).length > packageFiles(ls.files).length);
+  });
+
+  it('every relative import of a chunk names a file that exists (the reaper stays in dist/src)', () => {
+    const chunks = readdirSync(BUNDLE_DIR).filter((f) => f.endsWith('.js'));
+    assert.ok(chunks.length > 5, chunks.join(' '));
+    const specifiers = new Set<string>();
+    for (const c of chunks) {
+      // Code lines only: bundled commander's JSDoc holds `import("./argument.js")` types.
+      const code = readFileSync(join(BUNDLE_DIR, c), 'utf8').split('\n').filter((l) => !/^\s*(\*|\/\/|\/\*)/.test(l)).join('\n');
+      for (const m of code.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*|^import\s*)"(\.\.?\/[^"]+)"/gm)) {
+        const target = resolve(BUNDLE_DIR, m[1]!);
+        specifiers.add(m[1]!);
+        assert.ok(existsSync(target), `${c} imports ${m[1]}, which is not there (${target})`);
+      }
+    }
+    assert.ok(specifiers.has('../src/worker/reaper.js'), [...specifiers].join('\n'));
+  });
+
+  it('is newer than every module tsc wrote (npm run build makes both)', () => {
+    const built = statSync(CLI_MAIN).mtimeMs;
+    const stale: string[] = [];
+    const walk = (d: string) => {
+      for (const e of readdirSync(d, { withFileTypes: true })) {
+        const p = join(d, e.name);
+        if (e.isDirectory()) walk(p);
+        else if (e.name.endsWith('.js') && statSync(p).mtimeMs > built) stale.push(p);
+      }
+    };
+    walk(join(DIST, 'src'));
+    assert.deepEqual(stale, [], 'modules changed after the bundle was built: run `npm run build`, not tsc alone');
+  });
+});
