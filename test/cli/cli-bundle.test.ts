@@ -9,12 +9,13 @@
  *   module stays tsc's file in dist/src/, reached as ../src/worker/reaper.js);
  * - it was built from this build's dist/src (npm run build runs tsc, then
  *   rolldown; tsc alone would leave the executable on older code);
- * - bin/drover.js runs it, and `--version` finds package.json from it.
+ * - bin/drover.js runs it, and `--version` finds package.json from it; without
+ *   it, bin/drover.js says to build (one line, exit 1).
  * The dashboard served from a bundled server is web-auth-static's e2e test;
  * everything else the CLI does is tested on the bundle through fake-api.ts.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, existsSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -99,6 +100,17 @@ describe('the CLI bundle', () => {
       }
     }
     assert.ok(specifiers.has('../src/worker/reaper.js'), [...specifiers].join('\n'));
+  });
+
+  it('bin/drover.js without a bundle beside it says to build, exit 1', async () => {
+    const pkg = join(dir, 'unbuilt');
+    mkdirSync(join(pkg, 'bin'), { recursive: true });
+    copyFileSync(BIN, join(pkg, 'bin', 'drover.js'));
+    writeFileSync(join(pkg, 'package.json'), '{"type":"module"}');
+    const r = await record(join(pkg, 'bin', 'drover.js'), ['ls']);
+    assert.equal(r.code, 1);
+    assert.equal(r.stdout, '');
+    assert.equal(r.stderr, `drover: ${join(pkg, 'dist', 'cli', 'main.js')} is not built: run \`npm run build\` in ${pkg}/ (npm install builds it too)\n`);
   });
 
   it('is newer than every module tsc wrote (npm run build makes both)', () => {
