@@ -102,8 +102,9 @@ describe('the CLI bundle', () => {
     assert.ok(specifiers.has('../src/worker/reaper.js'), [...specifiers].join('\n'));
   });
 
-  it('bin/drover.js without a bundle beside it says to build, exit 1', async () => {
-    const pkg = join(dir, 'unbuilt');
+  it('bin/drover.js without a bundle beside it says to build, exit 1 (in a directory whose name has # and %)', async () => {
+    // `#` and `%` would break an import of the bundle by path (read as a URL), where Node would say "Cannot find module '.../un'".
+    const pkg = join(dir, 'un#built %pkg');
     mkdirSync(join(pkg, 'bin'), { recursive: true });
     copyFileSync(BIN, join(pkg, 'bin', 'drover.js'));
     writeFileSync(join(pkg, 'package.json'), '{"type":"module"}');
