@@ -1,6 +1,7 @@
 /**
- * Entry point of the `drover` executable (bin/drover.js imports this module):
- * importing it runs the CLI with the process arguments.
+ * Entry point of the `drover` executable (bin/drover.js imports it, bundled
+ * into dist/cli/main.js by rolldown.config.js): importing it runs the CLI with
+ * the process arguments.
  */
 const args = process.argv.slice(2);
 // Before the CLI's modules load: `drover server` and `drover dev` may start
