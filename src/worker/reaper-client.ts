@@ -4,7 +4,8 @@
  *
  * Contract:
  * - `add`/`remove` keep the registry of live groups here and send the same
- *   change to the reaper; a new reaper gets the whole registry first.
+ *   change to the reaper; a new reaper gets the whole registry first, in one
+ *   write before "reaper started" is logged.
  * - A reaper that exits while the agent lives is logged (warn) and replaced
  *   at once, or after RESTART_DELAY_MS when it lived less than that (no hot
  *   loop when it cannot start at all).
@@ -140,11 +141,15 @@ export class ReaperClient implements GroupWatch {
       }
     });
     child.once('exit', (code, signal) => onGone(signal ? `killed by ${signal}` : `exit code ${code}`));
-    if (child.pid !== undefined) this.log.info({ pid: child.pid, graceMs: this.graceMs, kind: this.command.kind }, 'reaper started');
-    // The new reaper gets the whole registry; queued lines were for the old one (the registry has their effect).
+    // The new reaper gets the whole registry, written now rather than at the next turn: an agent
+    // killed in between would leave the live groups to a reaper that knows none of them (seen
+    // in CI: the agent was killed within the window after 'reaper started' was logged).
+    // Queued lines were for the old one (the registry has their effect).
     this.queued = '';
-    for (const [pgid, taskId] of this.groups) this.write(`add ${pgid} ${taskId}\n`, 'soon');
+    for (const [pgid, taskId] of this.groups) this.queued += `add ${pgid} ${taskId}\n`;
     for (const [pgid, d] of this.deadlines) this.sendDeadline(pgid, d.termAt, d.killAt);
+    this.flush();
+    if (child.pid !== undefined) this.log.info({ pid: child.pid, graceMs: this.graceMs, kind: this.command.kind }, 'reaper started');
   }
 
   private write(line: string, when: 'soon' | 'later'): void {

@@ -89,3 +89,14 @@ export function runningMembers(pgid: number): number[] {
   }
   return found;
 }
+
+/** True while the process runs (exists and is not a zombie; see runningMembers). */
+export function isRunning(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const state = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0];
+    return state !== 'Z' && state !== 'X';
+  } catch {
+    return false;
+  }
+}
