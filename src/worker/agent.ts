@@ -538,7 +538,9 @@ class WorkerAgent implements Agent {
     const running = [...this.held.values()].filter((h) => !h.result).length;
     if (running >= this.opts.slots) this.log.warn({ attemptId: a.attemptId, running, slots: this.opts.slots }, 'assigned beyond capacity; running it anyway');
     // debug, like 'attempt ended' below: a line per task is a measurable share of a busy agent's work (issue 9).
-    this.log.debug({ attemptId: a.attemptId, taskId: a.taskId, attempt: a.number }, 'attempt assigned');
+    // `assignedAt`: the agent's clock (as spawnedAt below) when it took the assignment up: a latency's
+    // server part and agent part are told apart by it.
+    this.log.debug({ attemptId: a.attemptId, taskId: a.taskId, attempt: a.number, assignedAt: performance.timeOrigin + performance.now() }, 'attempt assigned');
     this.hold(a, this.runner);
     this.scheduleFence();
   }
