@@ -34,16 +34,17 @@ function dagRunListConditions(filter: DagRunFilter, param: (value: unknown) => s
 
 /**
  * listDagRuns' statement: a page newest first, `limit + 1` rows (the extra one
- * says there is a next page); `placeholder(n)` is the dialect's n-th parameter.
+ * says there is a next page); `placeholder(n)` is the dialect's n-th parameter,
+ * `limitOf` writes the LIMIT's (SQLite: sqliteLimit, sqlite/records.ts).
  */
-export function dagRunListQuery(filter: DagRunFilter, placeholder: (n: number) => string): { sql: string; params: unknown[] } {
+export function dagRunListQuery(filter: DagRunFilter, placeholder: (n: number) => string, limitOf: (placeholder: string) => string = (p) => p): { sql: string; params: unknown[] } {
   const params: unknown[] = [];
   const param = (value: unknown) => {
     params.push(value);
     return placeholder(params.length);
   };
   const where = dagRunListConditions(filter, param);
-  const sql = `SELECT * FROM dag_runs ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT ${param(filter.limit + 1)}`;
+  const sql = `SELECT * FROM dag_runs ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT ${limitOf(param(filter.limit + 1))}`;
   return { sql, params };
 }
 

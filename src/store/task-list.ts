@@ -113,10 +113,13 @@ export function taskListConditions(filter: TaskFilter, param: (value: unknown) =
   return where;
 }
 
-/** `SELECT <columns> FROM <from> [WHERE ...] ORDER BY t.id DESC LIMIT <limit + 1>`. */
-export function taskListSql(filter: TaskFilter, columns: string, from: string, param: (value: unknown) => string): string {
+/**
+ * `SELECT <columns> FROM <from> [WHERE ...] ORDER BY t.id DESC LIMIT <limit + 1>`;
+ * `limitOf` writes the LIMIT's placeholder (SQLite: sqliteLimit, sqlite/records.ts).
+ */
+export function taskListSql(filter: TaskFilter, columns: string, from: string, param: (value: unknown) => string, limitOf: (placeholder: string) => string = (p) => p): string {
   const where = taskListConditions(filter, param);
-  return `SELECT ${columns} FROM ${from}${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY t.id DESC LIMIT ${param(filter.limit + 1)}`;
+  return `SELECT ${columns} FROM ${from}${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY t.id DESC LIMIT ${limitOf(param(filter.limit + 1))}`;
 }
 
 /** The page and its keyset cursor from `limit + 1` rows. */

@@ -45,7 +45,7 @@ WHERE t.state = 'waiting'
     SELECT 1 FROM json_each(t.requires) r
     WHERE NOT EXISTS (SELECT 1 FROM json_each(@labels) l WHERE l.key = r.key AND l.value = r.value)))
 ORDER BY t.priority DESC, t.id ASC
-LIMIT @max`;
+LIMIT +@max`;
 
 type Fenced = { ok: true; attempt: AttemptRow; task: TaskRow } | { ok: false; reason: FenceReason };
 
@@ -295,7 +295,7 @@ export function sqliteAttempts(d: SqliteDb): AttemptStore {
     async expiredAttempts(now: number, limit: number): Promise<Attempt[]> {
       checkLimit(limit);
       return d.read(() =>
-        (d.q("SELECT * FROM attempts WHERE state = 'running' AND lease_expires_at < ? ORDER BY lease_expires_at, id LIMIT ?").all(now, limit) as AttemptRow[]).map(
+        (d.q("SELECT * FROM attempts WHERE state = 'running' AND lease_expires_at < ? ORDER BY lease_expires_at, id LIMIT +?").all(now, limit) as AttemptRow[]).map(
           attemptFromRow,
         ),
       );

@@ -26,7 +26,7 @@ import { pageOf } from '../task-list.js';
 import { dagRunListQuery, stepCountsOf, stepCountsSql } from '../dag-run-list.js';
 import { applyProgress, dagOf, runHead } from './dag-runs.js';
 import type { SqliteDb } from './db.js';
-import { checkLimit, insertEvent } from './records.js';
+import { checkLimit, insertEvent, sqliteLimit } from './records.js';
 import { isUniqueViolation } from './sqlite-errors.js';
 import { cancelIn } from './tasks.js';
 
@@ -145,7 +145,7 @@ export function sqliteDags(d: SqliteDb): DagStore {
       }
       const sql = `SELECT d.id, d.owner, d.name, d.latest_version, v.step_count, json_extract(v.definition, '$.description') AS description, d.created_at, d.updated_at
         FROM dags d JOIN dag_versions v ON v.dag_id = d.id AND v.version = d.latest_version
-        ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY d.id LIMIT ?`;
+        ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY d.id LIMIT +?`;
       return d.read(() => {
         const { items, nextCursor } = pageOf(d.q(sql).all(...params, filter.limit + 1) as DagSummaryRow[], filter.limit);
         return { dags: items.map(dagSummaryFromRow), nextCursor };
@@ -165,7 +165,7 @@ export function sqliteDags(d: SqliteDb): DagStore {
 
     async listDagRuns(filter: DagRunFilter): Promise<DagRunPage> {
       checkLimit(filter.limit);
-      const { sql, params } = dagRunListQuery(filter, () => '?');
+      const { sql, params } = dagRunListQuery(filter, () => '?', sqliteLimit);
       return d.read(() => {
         const { items, nextCursor } = pageOf(d.q(sql).all(...params) as DagRunRow[], filter.limit);
         return { runs: items.map(dagRunFromRow), nextCursor };

@@ -23,9 +23,9 @@ export function parseSqliteCursor(cursor: string): number {
 /** The feed queries, exported for the query-plan tests. */
 export const FEED_SQL = {
   head: "SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'changes'), 0) AS head, pruned_id FROM feed_meta WHERE id = 1",
-  all: 'SELECT id, topic, ref, owner, state, at FROM changes WHERE id > ? AND id <= ? ORDER BY id LIMIT ?',
-  owner: 'SELECT id, topic, ref, owner, state, at FROM changes WHERE owner = ? AND id > ? AND id <= ? ORDER BY id LIMIT ?',
-  prunable: 'SELECT id, at FROM changes ORDER BY id LIMIT ?',
+  all: 'SELECT id, topic, ref, owner, state, at FROM changes WHERE id > ? AND id <= ? ORDER BY id LIMIT +?',
+  owner: 'SELECT id, topic, ref, owner, state, at FROM changes WHERE owner = ? AND id > ? AND id <= ? ORDER BY id LIMIT +?',
+  prunable: 'SELECT id, at FROM changes ORDER BY id LIMIT +?',
 };
 
 interface ChangeRow {

@@ -12,7 +12,7 @@ import type { SqliteDb } from './db.js';
  * which a long log written before many others is not (query-plans.test.ts).
  */
 export const LOG_SQL = {
-  before: 'SELECT * FROM log_chunks INDEXED BY log_chunks_task_id WHERE task_id = ? AND id < ? ORDER BY id DESC LIMIT ?',
+  before: 'SELECT * FROM log_chunks INDEXED BY log_chunks_task_id WHERE task_id = ? AND id < ? ORDER BY id DESC LIMIT +?',
 };
 
 export function sqliteLogs(d: SqliteDb): LogStore {
@@ -36,8 +36,8 @@ export function sqliteLogs(d: SqliteDb): LogStore {
       return d.read(() => {
         const rows =
           attempt === undefined
-            ? d.q('SELECT * FROM log_chunks WHERE task_id = ? AND id > ? ORDER BY id LIMIT ?').all(taskId, afterId, limit)
-            : d.q('SELECT * FROM log_chunks WHERE task_id = ? AND id > ? AND attempt = ? ORDER BY id LIMIT ?').all(taskId, afterId, attempt, limit);
+            ? d.q('SELECT * FROM log_chunks WHERE task_id = ? AND id > ? ORDER BY id LIMIT +?').all(taskId, afterId, limit)
+            : d.q('SELECT * FROM log_chunks WHERE task_id = ? AND id > ? AND attempt = ? ORDER BY id LIMIT +?').all(taskId, afterId, attempt, limit);
         return (rows as LogChunkRow[]).map(logChunkFromRow);
       });
     },

@@ -42,7 +42,7 @@ import { isUniqueViolation } from './sqlite-errors.js';
 /** The due queries; test/store/query-plans.test.ts checks that they read schedules_due. */
 export const SCHEDULE_DUE_SQL = {
   /** ?1 now, ?2 limit. */
-  due: 'SELECT * FROM schedules WHERE next_fire_at IS NOT NULL AND next_fire_at <= ? AND paused = 0 ORDER BY next_fire_at, id LIMIT ?',
+  due: 'SELECT * FROM schedules WHERE next_fire_at IS NOT NULL AND next_fire_at <= ? AND paused = 0 ORDER BY next_fire_at, id LIMIT +?',
   /** The head of schedules_due (ORDER BY ... LIMIT 1 rather than min(): an index read that stops at the first row). */
   next: 'SELECT next_fire_at AS t FROM schedules WHERE next_fire_at IS NOT NULL AND paused = 0 ORDER BY next_fire_at LIMIT 1',
 } as const;
@@ -82,10 +82,10 @@ export const FIRE_SQL = {
  * keeps the per-schedule limit an index stop.
  */
 export const ACTIVE_RUNS_SQL = `SELECT schedule_id, id, state, scheduled_at FROM tasks
-  WHERE schedule_id = ? AND state IN ${ACTIVE_RUN_STATES_SQL} ORDER BY id LIMIT ?`;
+  WHERE schedule_id = ? AND state IN ${ACTIVE_RUN_STATES_SQL} ORDER BY id LIMIT +?`;
 /** The same for a DAG schedule's running runs: ?1 schedule id, ?2 limit; a range of dag_runs_schedule_active. */
 export const ACTIVE_DAG_RUNS_SQL = `SELECT schedule_id, id, scheduled_at FROM dag_runs
-  WHERE schedule_id = ? AND state = 'running' ORDER BY id LIMIT ?`;
+  WHERE schedule_id = ? AND state = 'running' ORDER BY id LIMIT +?`;
 /** ?1 schedule id, ?2 slot: the slot's DAG run exists (dag_runs_schedule_slot). */
 export const DAG_SLOT_TAKEN_SQL = 'SELECT 1 AS ok FROM dag_runs WHERE schedule_id = ? AND scheduled_at = ?';
 
@@ -96,7 +96,7 @@ export const DAG_SLOT_TAKEN_SQL = 'SELECT 1 AS ok FROM dag_runs WHERE schedule_i
  * records go (a range of the primary key from its start).
  */
 export const PRUNE_RUNS_SQL = {
-  over: `SELECT id, run_count FROM schedules WHERE ${RUNS_OVER_SQL} ORDER BY id LIMIT ?`,
+  over: `SELECT id, run_count FROM schedules WHERE ${RUNS_OVER_SQL} ORDER BY id LIMIT +?`,
   trim: `DELETE FROM schedule_runs WHERE schedule_id = @id AND slot_at <= (
     SELECT slot_at FROM schedule_runs WHERE schedule_id = @id ORDER BY slot_at LIMIT 1 OFFSET @n - 1)`,
   /** @id: its run_count recounted. */
@@ -158,7 +158,7 @@ export function sqliteSchedules(d: SqliteDb): ScheduleStore {
         where.push('id > ?');
         params.push(filter.cursor);
       }
-      const sql = `SELECT * FROM schedules${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY id LIMIT ?`;
+      const sql = `SELECT * FROM schedules${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY id LIMIT +?`;
       return d.read(() => {
         const { items, nextCursor } = pageOf(d.q(sql).all(...params, filter.limit + 1) as ScheduleRow[], filter.limit);
         return { schedules: items.map(scheduleFromRow), nextCursor };
@@ -296,7 +296,7 @@ export function sqliteSchedules(d: SqliteDb): ScheduleStore {
               `SELECT r.schedule_id, r.slot_at, r.outcome, r.reason, r.task_id, t.state AS task_state, r.dag_run_id, dr.state AS dag_run_state,
                       r.at, r.catchup_count, r.catchup_exact
                FROM schedule_runs r LEFT JOIN tasks t ON t.id = r.task_id LEFT JOIN dag_runs dr ON dr.id = r.dag_run_id
-               WHERE r.schedule_id = ? ORDER BY r.slot_at DESC LIMIT ?`,
+               WHERE r.schedule_id = ? ORDER BY r.slot_at DESC LIMIT +?`,
             )
             .all(scheduleId, limit) as ScheduleRunRow[]
         ).map(scheduleRunFromRow),

@@ -9,7 +9,7 @@ import type { MinuteStat, RunningAttemptView, TaskSummary, TaskSummaryPage, Task
 import { checkSummaryIds, pageOf, SUMMARY_FROM, summaryColumns, taskListSql } from '../task-list.js';
 import { countsOf, minuteFloor, minuteStatFromRow, runningAttemptFromRow, taskSummaryFromRow, type MinuteStatRow, type RunningAttemptRow, type TaskSummaryRow } from '../rows.js';
 import type { SqliteDb } from './db.js';
-import { checkLimit } from './records.js';
+import { checkLimit, sqliteLimit } from './records.js';
 
 const SUMMARY_COLUMNS = summaryColumns("json_extract(t.result, '$.error')", "json_extract(t.result, '$.outcome')");
 
@@ -34,10 +34,10 @@ export function sqliteTaskListQuery(filter: TaskFilter, shape: 'tasks' | 'summar
     // matching row: 82 ms for a prefix matching 22,000 of 1,000,000 tasks. The
     // page's ids are found first from the covering (owner, name, id) / (name, id)
     // index, and only those rows are read: 1.4 ms.
-    const ids = taskListSql(filter, 't.id', 'tasks t', param);
+    const ids = taskListSql(filter, 't.id', 'tasks t', param, sqliteLimit);
     return { sql: `SELECT ${columns} FROM ${from} WHERE t.id IN (${ids}) ORDER BY t.id DESC`, params };
   }
-  return { sql: taskListSql(filter, columns, from, param), params };
+  return { sql: taskListSql(filter, columns, from, param, sqliteLimit), params };
 }
 
 /** The summary columns in their SELECT order (task-list.ts summaryColumns), as summaryFromArray reads them. */

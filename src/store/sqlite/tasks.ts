@@ -59,7 +59,7 @@ const DUE_INDEX = { retrying: 'tasks_due', ready: 'tasks_ready_due' } as const;
 export const DUE_SQL = {
   /** ?1 now, ?2 limit. */
   due: (state: 'retrying' | 'ready') =>
-    `SELECT id, run_after, state FROM tasks INDEXED BY ${DUE_INDEX[state]} WHERE state = '${state}' AND run_after <= ? ORDER BY run_after, id LIMIT ?`,
+    `SELECT id, run_after, state FROM tasks INDEXED BY ${DUE_INDEX[state]} WHERE state = '${state}' AND run_after <= ? ORDER BY run_after, id LIMIT +?`,
   next:
     'SELECT min(t) AS t FROM (SELECT min(run_after) AS t FROM tasks INDEXED BY tasks_due WHERE state = \'retrying\'' +
     " UNION ALL SELECT min(run_after) FROM tasks INDEXED BY tasks_ready_due WHERE state = 'ready' AND run_after IS NOT NULL)",
