@@ -339,7 +339,7 @@ export class CronService {
         const burst = planBurst(plan, s.catchup, s.overlap, running.length > 0);
         if (burst.cancelPrevious && !(await this.cancelAll(running, s, now))) return null;
         const fire = burst.fire.map((slot) => ({ slot, taskId: newTaskId(now) }));
-        const request: ScheduleFiring = { scheduleId: s.id, expectedLastSlotAt: s.lastSlotAt, fire, skipped: burst.skipped, lastSlotAt: plan.lastSlotMs, nextFireAt: plan.nextAfterMs };
+        const request: ScheduleFiring = { scheduleId: s.id, expectedLastSlotAt: s.lastSlotAt, fire, skipped: burst.skipped, lastSlotAt: plan.lastSlotMs, nextFireAt: plan.nextAfterMs, schedule: s };
         return { s, burst, request };
       }),
     );

@@ -377,6 +377,43 @@ export function runScheduleContract(name: string, open: Opened, hooks: ContractH
       assert.equal((await h.store.countTasksByState('carol')).waiting, 2);
     });
 
+    it('fireSchedules with each schedule as read (ScheduleFiring.schedule): the same guard, the same runs; another schedule\'s record is InvalidInputError', async () => {
+      const a = await create({ name: 'a', template: makeSpec({ name: 'from-a', command: 'echo' }) }, 'alice');
+      const c = await create({ name: 'c' }, 'carol');
+      const p = await create({ name: 'p' }, 'alice');
+      const epoch = await lead();
+      const leader = { name: LEADER, holder: 'server-a', epoch };
+      const cRead = c;
+      assert.ok((await h.store.fireSchedule(fireRequest(c, epoch, [T0 + MIN]))).ok, 'c moves on after it was read');
+      await h.store.setPaused(p.id, true, T0, null);
+      const missing = { ...a, id: '01NOSUCHSCHEDULE0000000000' };
+      await assert.rejects(
+        h.store.fireSchedules({ leader, now: T0 + 7, requests: [{ ...firing(a, [T0 + MIN]), schedule: c }] }),
+        (e: unknown) => e instanceof InvalidInputError && e.field === 'requests' && /must be its own/.test(e.message),
+      );
+      assert.deepEqual(await runsOf(a.id), []);
+      const results = await h.store.fireSchedules({
+        leader,
+        now: T0 + 7,
+        requests: [
+          { ...firing(a, [T0 + MIN]), schedule: a },
+          { ...firing(cRead, [T0 + MIN]), schedule: cRead },
+          { ...firing(p, [T0 + MIN]), schedule: p },
+          { ...firing(missing, [T0 + MIN]), schedule: missing },
+        ],
+      });
+      const [ra, rc, rp, rm] = results as [FireResult, FireResult, FireResult, FireResult];
+      assert.deepEqual([rc, rp, rm], [{ ok: false, reason: 'stale' }, { ok: false, reason: 'stale' }, { ok: false, reason: 'stale' }]);
+      assert.ok(ra.ok);
+      assert.deepEqual(ra.created.map((t) => [t.owner, t.name, t.command, t.scheduleId, t.scheduledAt, t.state]), [['alice', 'from-a', 'echo', a.id, T0 + MIN, 'waiting']]);
+      assert.deepEqual(await h.store.getTask(ra.created[0]!.id), ra.created[0]);
+      const a2 = (await h.store.getSchedule(a.id))!;
+      assert.deepEqual([a2.lastSlotAt, a2.nextFireAt, a2.version], [T0 + MIN, T0 + 2 * MIN, 2]);
+      assert.deepEqual((await h.store.scheduleRuns(a.id, 10)).map((r) => [r.slotAt, r.outcome]), [[T0 + MIN, 'fired']]);
+      assert.deepEqual((await runsOf(c.id)).map((t) => t.scheduledAt), [T0 + MIN], 'the stale request made nothing');
+      assert.deepEqual(await runsOf(p.id), []);
+    });
+
     it('fireSchedules: not the leader refuses the whole batch and changes nothing', async () => {
       const a = await create({ name: 'a' });
       const b = await create({ name: 'b' }, 'bob');

@@ -90,6 +90,8 @@ export const FIRE_SQL = {
    * is an index scan of the primary key (1.1 ms).
    */
   lock: 'SELECT * FROM schedules WHERE id = ANY($1::text[]) ORDER BY id FOR NO KEY UPDATE',
+  /** The same lock, returning only what the guard compares: when every request carries its schedule (ScheduleFiring.schedule). */
+  lockGuards: 'SELECT id, paused, last_slot_at FROM schedules WHERE id = ANY($1::text[]) ORDER BY id FOR NO KEY UPDATE',
   /** $1 schedules, $2 slots, $3 outcomes, $4 reasons, $5 task ids, $6 now, $7 catch-up counts, $8 catch-up exact, $9 DAG run ids. */
   runs: `INSERT INTO schedule_runs (schedule_id, slot_at, outcome, reason, task_id, at, catchup_count, catchup_exact, dag_run_id)
     SELECT u.schedule_id, u.slot_at, u.outcome, u.reason, u.task_id, $6::bigint, u.catchup_count, u.catchup_exact, u.dag_run_id
@@ -245,12 +247,13 @@ export function postgresSchedules(db: Db): ScheduleStore {
       return db.write(async (tx): Promise<FireResult[]> => {
         const leads = await tx.query(LEADS_SQL, [leader.name, leader.holder, leader.epoch]);
         if (leads.rowCount === 0) return notLeader(batch);
-        const locked = await tx.query<ScheduleRow>(FIRE_SQL.lock, [requests.map((r) => r.scheduleId)]);
+        const asRead = requests.every((r) => r.schedule !== undefined);
+        const locked = await tx.query<ScheduleRow>(asRead ? FIRE_SQL.lockGuards : FIRE_SQL.lock, [requests.map((r) => r.scheduleId)]);
         const rows = new Map(locked.rows.map((r) => [r.id, r]));
         const live = requests.map((req) => {
           const row = rows.get(req.scheduleId);
           if (!row || row.paused || row.last_slot_at !== req.expectedLastSlotAt) return null;
-          const s = scheduleFromRow(row);
+          const s = req.schedule ?? scheduleFromRow(row);
           return { req, s, dag: null as DagFiringPlan | null, ...slotTasks(s, req.fire) };
         });
         // DAG schedules (schedule-dag-runs.ts): their rows are locked, so no other firing takes their slots meanwhile.

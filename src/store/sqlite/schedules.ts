@@ -58,6 +58,8 @@ const LEADS_SQL = 'SELECT 1 AS ok FROM leaders WHERE name = ? AND holder = ? AND
 export const FIRE_SQL = {
   /** ?1 JSON array of schedule ids: a primary-key lookup each. */
   schedules: 'SELECT * FROM schedules WHERE id IN (SELECT value FROM json_each(?))',
+  /** The same, only what the guard compares: when every request carries its schedule (ScheduleFiring.schedule). */
+  guards: 'SELECT id, paused, last_slot_at FROM schedules WHERE id IN (SELECT value FROM json_each(?))',
   /** ?1 JSON array of [schedule id, slot]: the pairs that already have a task (tasks_schedule_slot). */
   taken: `SELECT t.schedule_id || ' ' || t.scheduled_at AS k
     FROM json_each(?) AS j JOIN tasks AS t ON t.schedule_id = j.value ->> 0 AND t.scheduled_at = j.value ->> 1`,
@@ -196,12 +198,13 @@ export function sqliteSchedules(d: SqliteDb): ScheduleStore {
       const ids = JSON.stringify(requests.map((r) => r.scheduleId));
       return d.write((): FireResult[] => {
         if (d.q(LEADS_SQL).get(leader.name, leader.holder, leader.epoch, now) === undefined) return notLeader(batch);
-        const rows = new Map((d.q(FIRE_SQL.schedules).all(ids) as ScheduleRow[]).map((r) => [r.id, r]));
+        const asRead = requests.every((r) => r.schedule !== undefined);
+        const rows = new Map((d.q(asRead ? FIRE_SQL.guards : FIRE_SQL.schedules).all(ids) as ScheduleRow[]).map((r) => [r.id, r]));
         // Per request: its schedule, unless stale; the tasks it wants (a slot given twice counts once).
         const live = requests.map((req) => {
           const row = rows.get(req.scheduleId);
           if (!row || row.paused !== 0 || row.last_slot_at !== req.expectedLastSlotAt) return null;
-          const s = scheduleFromRow(row);
+          const s = req.schedule ?? scheduleFromRow(row);
           // A DAG schedule's runs (schedule-dag-runs.ts): each started here, with the write lock held.
           const dag = s.dag === null ? null : planDagFirings(s, req.fire, (slot) => d.q(DAG_SLOT_TAKEN_SQL).get(s.id, slot) !== undefined, latestDagIn(d, s.owner, s.dag.name), now);
           return { req, dag, ...slotTasks(s, req.fire) };
