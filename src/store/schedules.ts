@@ -389,7 +389,7 @@ export function checkFireBatch(batch: FireBatch): void {
   for (const r of requests) {
     if (seen.has(r.scheduleId)) throw new InvalidInputError('requests', `schedule ${r.scheduleId} is given twice; one batch fires a schedule at most once`);
     if (r.schedule !== undefined && r.schedule.id !== r.scheduleId) {
-      throw new InvalidInputError('requests', `the request for schedule ${r.scheduleId} carries schedule ${String(r.schedule?.id)}; a request's schedule must be its own`);
+      throw new InvalidInputError('requests', `the request for schedule ${r.scheduleId} carries schedule ${r.schedule.id}; a request's schedule must be its own`);
     }
     seen.add(r.scheduleId);
     tasks += r.fire.length;
