@@ -28,6 +28,8 @@
  * So 2 MB costs no CPU over the default that this machine can see (each
  * scavenge copies only what is alive, and these processes keep little alive
  * per request); 1 MB doubles the GC time.
+ * Growth is held while the server or the agent loads (applyHeapFlags, then
+ * resumeYoungGrowth once it has started; see applyHeapFlags for why).
  * Not for the one-shot commands: with the young generation pinned `drover ls` took 110 ms of CPU
  * instead of 87 ms (undici's start-up allocates a lot), and they exit before
  * the young generation's size matters.
@@ -54,18 +56,40 @@ function newSpaceBytes(): number {
 }
 
 let applied = false;
+let resumed = false;
 
-/** Caps the young generation at MAX_SEMI_SPACE_BYTES per semi-space from now on; idempotent. */
+/**
+ * Call before the command loads its server or agent. Sets the old
+ * generation's growth and holds the young generation at its first size
+ * (growth factor 1) until resumeYoungGrowth: the executable's bundle is
+ * CommonJS (rolldown.config.js), so loading the server or the agent is one
+ * synchronous stretch of require()s with no turn of the event loop between,
+ * where the observer below could stop the growth; measured 2026-12-03 (the
+ * e2e heap-flags test): the server's new space reached 16 MB against this
+ * cap's 4 MB when growth was left on while it loaded. Idempotent.
+ */
 export function applyHeapFlags(): void {
   if (applied) return;
   applied = true;
   v8.setFlagsFromString(`--heap-growing-percent=${HEAP_GROWING_PERCENT}`);
+  v8.setFlagsFromString('--semi-space-growth-factor=1');
+}
+
+/**
+ * Call once the server or the agent has started (its modules loaded): lets
+ * the young generation grow again (V8's factor 2) and stops it for good at
+ * MAX_SEMI_SPACE_BYTES per semi-space. Idempotent.
+ */
+export function resumeYoungGrowth(): void {
+  if (resumed) return;
+  resumed = true;
   const capped = () => {
     if (newSpaceBytes() < 2 * MAX_SEMI_SPACE_BYTES) return false;
     v8.setFlagsFromString('--semi-space-growth-factor=1');
     return true;
   };
   if (capped()) return;
+  v8.setFlagsFromString('--semi-space-growth-factor=2');
   const obs = new PerformanceObserver(() => {
     if (capped()) obs.disconnect();
   });

@@ -55,7 +55,7 @@ import { onShutdown } from '../signals.js';
 import { UsageError } from '../usage-error.js';
 import { listenError } from '../listen-error.js';
 import { openInBrowser } from '../open-browser.js';
-import { applyHeapFlags } from '../heap-flags.js';
+import { applyHeapFlags, resumeYoungGrowth } from '../heap-flags.js';
 import { limitMallocArenas } from '../malloc-arenas.js';
 import { startMemoryTrim } from '../memory-trim.js';
 import { clockTime, humanPinoDestination, isLogLevel, LOG_LEVELS, type LogLevel } from '../human-log.js';
@@ -287,6 +287,7 @@ export function devCommand(): Command {
           if (err instanceof ConflictError) throw Object.assign(refusal(readHolder(dbPath)), { lockHeld: true });
           throw listenError(err, '127.0.0.1', cfg.port, 'another drover dev or server?');
         });
+        resumeYoungGrowth();
         writeHolder(dbPath, { pid: process.pid, url: server.url, command: 'dev', since: new Date().toISOString() });
         const running = server;
         onShutdown(async () => {

@@ -12,7 +12,7 @@ import { onShutdown } from '../signals.js';
 import { parseDbUrl, parseDurationFlag, parseIntFlag, parsePort } from '../parse.js';
 import { UsageError } from '../usage-error.js';
 import { listenError } from '../listen-error.js';
-import { applyHeapFlags } from '../heap-flags.js';
+import { applyHeapFlags, resumeYoungGrowth } from '../heap-flags.js';
 import { limitMallocArenas } from '../malloc-arenas.js';
 import { startMemoryTrim } from '../memory-trim.js';
 import { isLogLevel, LOG_LEVELS } from '../human-log.js';
@@ -94,6 +94,7 @@ export function serverCommand(): Command {
         if (err instanceof ConflictError && file) throw new Error(heldMessage(file, file, readHolder(file), 'one SQLite file serves one server: stop that one, or use PostgreSQL (--db postgres://...) to run several'));
         throw listenError(err, flags.host, port, 'is another Drover server running?');
       });
+      resumeYoungGrowth();
       // Tells a second server or drover dev on this file where this one runs (server-holder.ts).
       if (file) writeHolder(file, { pid: process.pid, url: server.url, command: 'server', since: new Date().toISOString() });
       onShutdown(async () => {

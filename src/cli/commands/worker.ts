@@ -25,7 +25,7 @@ import type { GlobalOptions } from '../context.js';
 import type { Logger } from '../../worker/logger.js';
 import { collect, parseDurationFlag, parseHttpUrl, parseIntFlag, parseKeyValues } from '../parse.js';
 import { onShutdown } from '../signals.js';
-import { applyHeapFlags } from '../heap-flags.js';
+import { applyHeapFlags, resumeYoungGrowth } from '../heap-flags.js';
 import { startMemoryTrim } from '../memory-trim.js';
 import { UsageError } from '../usage-error.js';
 import { isLogLevel, LOG_LEVELS, type LogLevel } from '../human-log.js';
@@ -171,6 +171,7 @@ export function workerCommand(): Command {
         logger,
         ...(cfg.workerId !== undefined ? { workerId: cfg.workerId } : {}),
       });
+      resumeYoungGrowth();
       const stop = async () => {
         await agent.drain();
         logger.flush();
