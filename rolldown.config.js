@@ -5,16 +5,26 @@
  * it; tests and the bench import dist/src/ as tsc wrote it. `npm run build`
  * makes both (tsc, then `rolldown -c`).
  *
- * Why: Node 20's ESM loader costs about 0.6 ms per module on this machine
- * (resolve, package scope lookup, a read on the threadpool, compile, link), and
- * `drover ls` loaded 23 modules of ours and commander's 7 CommonJS files before
- * its one request; from this bundle it reads 5 files. Measured (40 runs each,
- * interleaved, spawn to exit, against a local server, 2026-12-03): `drover ls`
- * 134-148 ms from the build before (unbundled) and 117-122 ms from this one,
- * `node -e 0` 75-78 ms, a bare node:http GET of the same list 95-99 ms (the
- * floor for a Node client); issue 10's target is ≤ 1.5 × node -e 0. Tried
+ * Why a bundle: Node 20's ESM loader costs about 0.6 ms per module on this
+ * machine (resolve, package scope lookup, a read on the threadpool, compile,
+ * link), and `drover ls` loaded 23 modules of ours and commander's 7 CommonJS
+ * files before its one request; from this bundle it reads 5 files. Measured (40
+ * runs each, interleaved, spawn to exit, against a local server, 2026-12-03):
+ * `drover ls` 134-148 ms from the build before (unbundled) and 117-122 ms from
+ * this one, `node -e 0` 75-78 ms, a bare node:http GET of the same list 95-99 ms
+ * (the floor for a Node client); issue 10's target is ≤ 1.5 × node -e 0. Tried
  * and left out: minifying (no difference) and loading commander's eager
  * `require('node:child_process')` lazily (1 ms).
+ *
+ * Why CommonJS (`.cjs` chunks; bin/drover.js is CommonJS too, bin/package.json):
+ * an ES module as the entry point starts Node's ESM loader, and every builtin
+ * an ES module imports gets a facade that reads all its exports. Measured (40
+ * runs each, interleaved, 2026-12-03, against a local server): `drover ls` from
+ * this bundle as ESM 146.7 ms, as CommonJS required by a CommonJS entry 137.5
+ * ms, as CommonJS required by an ESM entry 146.5 ms, `node -e 0` 94.9 ms
+ * (1.55 → 1.45 ×). External dynamic imports become require()s
+ * (dynamicImportInCjs: false): every package we use ships CommonJS, and the
+ * reaper's module (an ES module, below) is required as one (Node ≥ 20.19).
  *
  * What stays outside:
  * - packages (node_modules and node: builtins), except commander, which
@@ -74,7 +84,10 @@ export default defineConfig({
   },
   output: {
     dir: 'dist/cli',
-    format: 'esm',
+    format: 'cjs',
+    entryFileNames: '[name].cjs',
+    chunkFileNames: '[name]-[hash].cjs',
+    dynamicImportInCjs: false,
     cleanDir: true,
     sourcemap: true,
     // From dist/cli/ to the file tsc wrote.

@@ -3,8 +3,10 @@
  * - `drover ls` and `drover show` read a handful of files, all of them the
  *   bundle's: no module of dist/src/ and no package file (commander is inside;
  *   nothing else is needed before the request). Their start-up is a target
- *   (≤ 1.5 × `node -e 0`, bench/sections/startup.ts), and each module Node's ESM
- *   loader reads costs about 0.6 ms here.
+ *   (≤ 1.5 × `node -e 0`, bench/sections/startup.ts), and each module Node's
+ *   loader reads costs about 0.6 ms here;
+ * - it is CommonJS, entry point included (bin/drover.js, bin/package.json): no
+ *   ES module of ours loads for them (an ESM entry point cost ls 9 ms);
  * - every relative import of a chunk names a file that exists (the reaper's
  *   module stays tsc's file in dist/src/, reached as ../src/worker/reaper.js);
  * - it was built from this build's dist/src (npm run build runs tsc, then
@@ -49,7 +51,7 @@ describe('the CLI bundle', () => {
     assert.equal(r.stdout, `${pkg.version}\n`);
     assert.ok(r.files.includes(BIN), r.files.join('\n'));
     const own = packageFiles(r.files);
-    assert.ok(own.includes('dist/cli/main.js'), own.join('\n'));
+    assert.ok(own.includes('dist/cli/main.cjs'), own.join('\n'));
     assert.deepEqual(own.filter((f) => !f.startsWith('dist/cli/')), [], 'files outside the bundle');
   });
 
@@ -67,9 +69,10 @@ describe('the CLI bundle', () => {
         assert.match(r.stdout, /nightly/);
         const own = packageFiles(r.files);
         assert.deepEqual(own.filter((f) => !f.startsWith('dist/cli/')), [], `${args[0]}: files outside the bundle`);
-        // main.js, the shared `cli` chunk and the facades of the three modules main.js and
-        // program.js import lazily (program, signals, tasks): 5 today.
-        assert.ok(own.length <= 6, `${args[0]} loaded ${own.length} files of the bundle:\n${own.join('\n')}`);
+        // main.cjs, the shared `cli` chunk (program, signals and the task commands) and
+        // rolldown's runtime helpers: 3 today.
+        assert.ok(own.length <= 4, `${args[0]} loaded ${own.length} files of the bundle:\n${own.join('\n')}`);
+        assert.deepEqual(own.filter((f) => !f.endsWith('.cjs')), [], `${args[0]}: files of the bundle that are not CommonJS`);
         assert.deepEqual(r.files.filter((f) => f.includes('/node_modules/')), [], `${args[0]}: package files`);
       }
     } finally {
@@ -80,20 +83,22 @@ describe('the CLI bundle', () => {
   it('the recorder sees a command that loads more (so the short lists above mean something)', async () => {
     const r = await record(CLI_MAIN, ['server', '--port', '70000']);
     assert.equal(r.code, 2, r.stderr);
-    assert.ok(packageFiles(r.files).length > 6, packageFiles(r.files).join('\n'));
+    assert.ok(packageFiles(r.files).length > 4, packageFiles(r.files).join('\n'));
     const ls = await record(CLI_MAIN, ['ls'], { DROVER_URL: `http://127.0.0.1:${await closedPort()}`, DROVER_TOKEN: 't' });
     assert.equal(ls.code, 1, ls.stderr);
     assert.ok(packageFiles(r.files).length > packageFiles(ls.files).length);
   });
 
-  it('every relative import of a chunk names a file that exists (the reaper stays in dist/src)', () => {
-    const chunks = readdirSync(BUNDLE_DIR).filter((f) => f.endsWith('.js'));
+  it('every relative require of a chunk names a file that exists (the reaper stays in dist/src)', () => {
+    const chunks = readdirSync(BUNDLE_DIR).filter((f) => f.endsWith('.cjs'));
     assert.ok(chunks.length > 5, chunks.join(' '));
     const specifiers = new Set<string>();
     for (const c of chunks) {
       // Code lines only: bundled commander's JSDoc holds `import("./argument.js")` types.
       const code = readFileSync(join(BUNDLE_DIR, c), 'utf8').split('\n').filter((l) => !/^\s*(\*|\/\/|\/\*)/.test(l)).join('\n');
-      for (const m of code.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*|^import\s*)"(\.\.?\/[^"]+)"/gm)) {
+      // No ES module syntax is left to load anything (an import() would go through the ESM loader).
+      assert.doesNotMatch(code, /^\s*(?:import|export)\b[^(]|\bimport\s*\(\s*["'`]/m, `${c} has ES module syntax`);
+      for (const m of code.matchAll(/\brequire\s*\(\s*"(\.\.?\/[^"]+)"\s*\)/g)) {
         const target = resolve(BUNDLE_DIR, m[1]!);
         specifiers.add(m[1]!);
         assert.ok(existsSync(target), `${c} imports ${m[1]}, which is not there (${target})`);
@@ -107,11 +112,12 @@ describe('the CLI bundle', () => {
     const pkg = join(dir, 'un#built %pkg');
     mkdirSync(join(pkg, 'bin'), { recursive: true });
     copyFileSync(BIN, join(pkg, 'bin', 'drover.js'));
+    copyFileSync(join(PACKAGE_ROOT, 'bin', 'package.json'), join(pkg, 'bin', 'package.json'));
     writeFileSync(join(pkg, 'package.json'), '{"type":"module"}');
     const r = await record(join(pkg, 'bin', 'drover.js'), ['ls']);
     assert.equal(r.code, 1);
     assert.equal(r.stdout, '');
-    assert.equal(r.stderr, `drover: ${join(pkg, 'dist', 'cli', 'main.js')} is not built: run \`npm run build\` in ${pkg}/ (npm install builds it too)\n`);
+    assert.equal(r.stderr, `drover: ${join(pkg, 'dist', 'cli', 'main.cjs')} is not built: run \`npm run build\` in ${pkg}/ (npm install builds it too)\n`);
   });
 
   it('is newer than every module tsc wrote (npm run build makes both)', () => {

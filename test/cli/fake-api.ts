@@ -131,11 +131,11 @@ export function makeSummary(over: Record<string, unknown> = {}) {
 
 /**
  * The CLI of this build as the executable runs it: the bundle in dist/cli/
- * (rolldown.config.js; bin/drover.js imports it). Named by its place beside
+ * (rolldown.config.js; bin/drover.js requires it). Named by its place beside
  * these tests rather than through bin/, which DROVER_BIN-style setups may
  * point at another build.
  */
-export const CLI_MAIN = fileURLToPath(new URL('../../cli/main.js', import.meta.url));
+export const CLI_MAIN = fileURLToPath(new URL('../../cli/main.cjs', import.meta.url));
 /** The same entry point as tsc wrote it, one module per file (dist/src/cli/main.js): for tests of which modules load. */
 export const CLI_SOURCE_MAIN = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
 
