@@ -74,11 +74,16 @@ export function chunks(n: number, size: number): number[] {
   return out;
 }
 
-/** VmRSS and VmHWM of a live process, in kB, from /proc. */
-export function procMemKb(pid: number): { rss: number; hwm: number } {
+/**
+ * VmRSS and VmHWM of a live process, in kB, from /proc; and VmRSS's parts:
+ * RssAnon (the process's own heap and stacks) and RssFile (mapped files, for
+ * Node mostly its own executable's pages, which every Node process on the
+ * host shares).
+ */
+export function procMemKb(pid: number): { rss: number; hwm: number; anon: number; file: number } {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const kb = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? NaN);
-  return { rss: kb('VmRSS'), hwm: kb('VmHWM') };
+  return { rss: kb('VmRSS'), hwm: kb('VmHWM'), anon: kb('RssAnon'), file: kb('RssFile') };
 }
 
 /** CPU seconds (user + system) used so far by these processes, from /proc/<pid>/stat; gone processes count 0. */

@@ -10,8 +10,12 @@
  *  - an agent (process executor, 10 slots) with 10 `sleep 3` running: read
  *    once the counters show 10 running. Target VmRSS ≤ 50 MB. Its reaper (the
  *    helper process every process-executor agent keeps, worker/reaper.ts) is
- *    reported beside it, since a user pays for both.
+ *    reported beside it, since a user pays for both. So is VmRSS's split
+ *    (RssAnon, RssFile) and an idle bare `node` read the same way in the same
+ *    run: most of a Node process's RssFile is the node executable's pages,
+ *    shared with every other Node process, and a floor no Node agent goes below.
  */
+import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import type { Ctx } from '../lib/context.js';
 import { cluster, counts, fill, NOOP, startAgent, untilSucceeded } from '../lib/drover.js';
@@ -21,6 +25,17 @@ import { mb, procMemKb, sleep, until } from '../lib/stats.js';
 const MB = 1e6 / 1024; // kB per MB (10^6 bytes)
 /** From the end of the drain to the second reading. */
 const SETTLE_S = 30;
+
+/** /proc memory of an idle bare `node` (a timer keeps it alive), read 1 s after its start. */
+async function bareNodeKb(): Promise<ReturnType<typeof procMemKb>> {
+  const child = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1e9)'], { stdio: 'ignore' });
+  try {
+    await sleep(1000);
+    return procMemKb(child.pid!);
+  } finally {
+    child.kill('SIGKILL');
+  }
+}
 
 /** The agent's reaper: its child process without DROVER_TASK_ID in its environment; its VmRSS (kB) and what it runs. */
 function reaperOf(agentPid: number): { rss: number; what: string } {
@@ -74,13 +89,16 @@ export async function memory({ report, sizes }: Ctx): Promise<void> {
       const m = procMemKb(a.proc.child.pid!);
       const reaper = reaperOf(a.proc.child.pid!);
       await untilSucceeded(c.api, 10, 30_000);
+      const bare = await bareNodeKb();
       report.add({
         measure: 'agent memory, 10 slots busy (10 × `sleep 3`)',
-        drover: `VmRSS ${mb(m.rss)}, VmHWM ${mb(m.hwm)}; its reaper (${reaper.what}) VmRSS ${mb(reaper.rss)}`,
+        drover:
+          `VmRSS ${mb(m.rss)} (RssAnon ${mb(m.anon)}, RssFile ${mb(m.file)}), VmHWM ${mb(m.hwm)}; its reaper (${reaper.what}) VmRSS ${mb(reaper.rss)}; ` +
+          `an idle bare \`node\`: VmRSS ${mb(bare.rss)} (RssAnon ${mb(bare.anon)}, RssFile ${mb(bare.file)})`,
         peer: '',
         ratio: '',
         met: met(m.rss <= 50 * MB, 'VmRSS ≤ 50 MB'),
-        note: '`drover worker --slots 10` (process executor) pid\'s /proc status 200 ms after /v1/stats/counts shows 10 running (the sleeps are its children, not counted); its reaper is the child that is not a task (no DROVER_TASK_ID), read at the same moment.',
+        note: '`drover worker --slots 10` (process executor) pid\'s /proc status 200 ms after /v1/stats/counts shows 10 running (the sleeps are its children, not counted); its reaper is the child that is not a task (no DROVER_TASK_ID), read at the same moment. The bare `node` (`node -e \'setInterval(() => {}, 1e9)\'`, the same executable) is read 1 s after its start, after the agent\'s tasks ended: RssFile is mostly the node executable\'s pages, shared by every Node process on the host.',
       });
     } finally {
       await c.close();
