@@ -375,6 +375,11 @@ export function distinctSlots(fire: ScheduleFiring['fire']): { items: Array<{ sl
   return { items, repeated };
 }
 
+/** Every request carries its schedule as read (ScheduleFiring.schedule): the store's guard may then read only paused and the last slot. */
+export function firesAsRead(requests: readonly ScheduleFiring[]): boolean {
+  return requests.every((r) => r.schedule !== undefined);
+}
+
 /**
  * The batch's shape (both stores, before their transaction): InvalidInputError
  * naming `requests` for an empty or oversized batch or a schedule given twice.

@@ -30,6 +30,7 @@ import {
   SCHEDULE_RUNS_KEPT,
   checkActiveQuery,
   checkFireBatch,
+  firesAsRead,
   CRON_ACTOR,
   fireSingle,
   notLeader,
@@ -247,8 +248,7 @@ export function postgresSchedules(db: Db): ScheduleStore {
       return db.write(async (tx): Promise<FireResult[]> => {
         const leads = await tx.query(LEADS_SQL, [leader.name, leader.holder, leader.epoch]);
         if (leads.rowCount === 0) return notLeader(batch);
-        const asRead = requests.every((r) => r.schedule !== undefined);
-        const locked = await tx.query<ScheduleRow>(asRead ? FIRE_SQL.lockGuards : FIRE_SQL.lock, [requests.map((r) => r.scheduleId)]);
+        const locked = await tx.query<ScheduleRow>(firesAsRead(requests) ? FIRE_SQL.lockGuards : FIRE_SQL.lock, [requests.map((r) => r.scheduleId)]);
         const rows = new Map(locked.rows.map((r) => [r.id, r]));
         const live = requests.map((req) => {
           const row = rows.get(req.scheduleId);

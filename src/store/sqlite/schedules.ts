@@ -15,6 +15,7 @@ import {
   SCHEDULE_RUNS_KEPT,
   checkActiveQuery,
   checkFireBatch,
+  firesAsRead,
   CRON_ACTOR,
   fireSingle,
   notLeader,
@@ -198,8 +199,7 @@ export function sqliteSchedules(d: SqliteDb): ScheduleStore {
       const ids = JSON.stringify(requests.map((r) => r.scheduleId));
       return d.write((): FireResult[] => {
         if (d.q(LEADS_SQL).get(leader.name, leader.holder, leader.epoch, now) === undefined) return notLeader(batch);
-        const asRead = requests.every((r) => r.schedule !== undefined);
-        const rows = new Map((d.q(asRead ? FIRE_SQL.guards : FIRE_SQL.schedules).all(ids) as ScheduleRow[]).map((r) => [r.id, r]));
+        const rows = new Map((d.q(firesAsRead(requests) ? FIRE_SQL.guards : FIRE_SQL.schedules).all(ids) as ScheduleRow[]).map((r) => [r.id, r]));
         // Per request: its schedule, unless stale; the tasks it wants (a slot given twice counts once).
         const live = requests.map((req) => {
           const row = rows.get(req.scheduleId);
