@@ -8,6 +8,18 @@ export interface Sizes {
   drainSlots: number;
   /** Sequential single submits. */
   submitN: number;
+  /**
+   * Untimed operations each side runs before the sequential-submit and the
+   * latency spans, on the same server, queue and connection the span then
+   * uses. Those spans measure fresh processes (Drover's server and agent are
+   * started for them), and V8 compiles a process's hot code only as it runs
+   * it: measured 2026-12-03 (/tmp probe, 400 sequential POST /v1/tasks a
+   * round from a fresh client, SQLite), the first round of a fresh server
+   * cost 2.2-3.0 ms a submit, the tenth 0.9-1.1 ms; graphile-worker's
+   * addJob 1.15 ms falling to 0.85 ms. The span then compares running
+   * systems, not start-ups; the warm-up's own rate is printed beside it.
+   */
+  warmUp: number;
   /** Tasks submitted in batches of 1,000. */
   batchN: number;
   /** Latency samples on the 20 ms grid (after latencyWarm warm-up submits on the same grid). */
@@ -31,8 +43,8 @@ export interface Sizes {
   cronSecondRuns: number;
 }
 
-export const FULL: Sizes = { drainN: 20_000, drainSlots: 10, submitN: 2_000, batchN: 20_000, latencyN: 200, latencyWarm: 20, spawnN: 2_000, spawnP: 8, memN: 100_000, scaleN: 20_000, scaleServers: [1, 2, 3], dagRuns: 3, dagApplies: 5, cronSchedules: 10_000, cronMinutes: 3, cronSecondRuns: 60 };
-export const QUICK: Sizes = { drainN: 2_000, drainSlots: 10, submitN: 300, batchN: 2_000, latencyN: 50, latencyWarm: 10, spawnN: 300, spawnP: 8, memN: 5_000, scaleN: 2_000, scaleServers: [1, 2], dagRuns: 1, dagApplies: 2, cronSchedules: 10_000, cronMinutes: 1, cronSecondRuns: 20 };
+export const FULL: Sizes = { drainN: 20_000, drainSlots: 10, submitN: 2_000, warmUp: 3_000, batchN: 20_000, latencyN: 200, latencyWarm: 20, spawnN: 2_000, spawnP: 8, memN: 100_000, scaleN: 20_000, scaleServers: [1, 2, 3], dagRuns: 3, dagApplies: 5, cronSchedules: 10_000, cronMinutes: 3, cronSecondRuns: 60 };
+export const QUICK: Sizes = { drainN: 2_000, drainSlots: 10, submitN: 300, warmUp: 300, batchN: 2_000, latencyN: 50, latencyWarm: 10, spawnN: 300, spawnP: 8, memN: 5_000, scaleN: 2_000, scaleServers: [1, 2], dagRuns: 1, dagApplies: 2, cronSchedules: 10_000, cronMinutes: 1, cronSecondRuns: 20 };
 
 export interface Ctx {
   report: Report;

@@ -82,12 +82,14 @@ export async function bullmqDrain(n: number, concurrency: number): Promise<{ tot
   });
 }
 
-/** n sequential awaited `Queue.add` from one client. Span: first call → last resolved. */
-export async function bullmqAddSequential(n: number): Promise<{ s: number }> {
+/** n sequential awaited `Queue.add` from one client, after `warm` untimed ones on the same queue (sizes.warmUp). Span: first timed call → last resolved. */
+export async function bullmqAddSequential(n: number, warm: number): Promise<{ s: number; warmS: number }> {
   return withQueue(async (q) => {
+    const w0 = performance.now();
+    for (let i = 0; i < warm; i++) await q.add('noop', { i });
     const t0 = performance.now();
     for (let i = 0; i < n; i++) await q.add('noop', { i });
-    return { s: (performance.now() - t0) / 1000 };
+    return { s: (performance.now() - t0) / 1000, warmS: (t0 - w0) / 1000 };
   });
 }
 
@@ -101,16 +103,23 @@ export async function bullmqAddBulk(n: number, size: number): Promise<{ s: numbe
 }
 
 /**
- * Latency on an idle Worker (concurrency `concurrency`): `schedule` fires the
- * adds (open loop); each add is stamped with wallMs() just before `Queue.add`,
- * the handler stamps wallMs() on entry. Returns add → handler start, ms.
+ * Latency on an idle Worker (concurrency `concurrency`): first `warm` jobs
+ * are added one by one and run, untimed (sizes.warmUp); then `schedule`
+ * fires the adds (open loop); each add is stamped with wallMs() just before
+ * `Queue.add`, the handler stamps wallMs() on entry. Returns add → handler start, ms.
  */
-export async function bullmqLatency(concurrency: number, schedule: (fire: (i: number, stampMs: number) => Promise<void>) => Promise<void>): Promise<number[]> {
+export async function bullmqLatency(concurrency: number, warm: number, schedule: (fire: (i: number, stampMs: number) => Promise<void>) => Promise<void>): Promise<number[]> {
   return withQueue(async (q, name) => {
     const started = new Map<number, number>();
-    const { w, conn } = worker(name, concurrency, (job) => void started.set(job.data.i, wallMs()));
+    let warmed = 0;
+    const { w, conn } = worker(name, concurrency, (job) => {
+      if (job.name === 'warm') warmed++;
+      else started.set(job.data.i, wallMs());
+    });
     try {
       await w.waitUntilReady();
+      for (let i = 0; i < warm; i++) await q.add('warm', { i });
+      await until('BullMQ to run the warm-up jobs', () => warmed >= warm, 300_000, 2);
       const sent = new Map<number, number>();
       await schedule(async (i, stamp) => {
         sent.set(i, stamp);

@@ -80,12 +80,18 @@ export async function graphileDrain(url: string, n: number, concurrency: number,
   });
 }
 
-/** n sequential awaited addJob calls. Span: first call → last resolved (the insert committed). */
-export async function graphileAddSequential(url: string, n: number): Promise<{ s: number }> {
+/**
+ * n sequential awaited addJob calls, after `warm` untimed ones on the same
+ * WorkerUtils (sizes.warmUp). Span: first timed call → last resolved (the
+ * insert committed). warmS: the warm-up's own time.
+ */
+export async function graphileAddSequential(url: string, n: number, warm: number): Promise<{ s: number; warmS: number }> {
   return withUtils(url, async (u) => {
+    const w0 = performance.now();
+    for (let i = 0; i < warm; i++) await u.addJob('noop', { i });
     const t0 = performance.now();
     for (let i = 0; i < n; i++) await u.addJob('noop', { i });
-    return { s: (performance.now() - t0) / 1000 };
+    return { s: (performance.now() - t0) / 1000, warmS: (t0 - w0) / 1000 };
   });
 }
 
@@ -98,12 +104,25 @@ export async function graphileAddBulk(url: string, n: number, size: number): Pro
   });
 }
 
-/** Latency on an idle runner ('default' mode: localQueue trades latency for throughput, per its docs): addJob called → handler entered, ms, in fire order. */
-export async function graphileLatency(url: string, concurrency: number, schedule: (fire: (i: number, stampMs: number) => Promise<void>) => Promise<void>): Promise<number[]> {
+/**
+ * Latency on an idle runner ('default' mode: localQueue trades latency for
+ * throughput, per its docs): addJob called → handler entered, ms, in fire
+ * order. First `warm` jobs are added one by one and run, untimed
+ * (sizes.warmUp), on the same runner.
+ */
+export async function graphileLatency(url: string, concurrency: number, warm: number, schedule: (fire: (i: number, stampMs: number) => Promise<void>) => Promise<void>): Promise<number[]> {
   return withUtils(url, async (utils) => {
     const started = new Map<number, number>();
-    const runner = await run(options(url, 'default', concurrency, { lat: async (p) => void started.set((p as { i: number }).i, wallMs()) }));
+    let warmed = 0;
+    const runner = await run(
+      options(url, 'default', concurrency, {
+        warm: async () => void warmed++,
+        lat: async (p) => void started.set((p as { i: number }).i, wallMs()),
+      }),
+    );
     try {
+      for (let i = 0; i < warm; i++) await utils.addJob('warm', { i });
+      await until('graphile-worker to run the warm-up jobs', () => warmed >= warm, 300_000, 2);
       const sent = new Map<number, number>();
       await schedule(async (i, stamp) => {
         sent.set(i, stamp);

@@ -1,8 +1,9 @@
 /**
  * Latency, open loop: submits on a 20 ms grid (the i-th starts at
  * t0 + 20 ms·i, not waiting for earlier tasks) to an idle worker that runs
- * real processes (`true`). Warm-up submits on the same grid come first and are
- * dropped. Drover's span: the client's wallMs() just before the HTTP request →
+ * real processes (`true`). First sizes.warmUp tasks are submitted one by one
+ * and run to the end, untimed (the peers as many jobs; context.ts says why);
+ * then warm-up submits on the same grid come first and are dropped. Drover's span: the client's wallMs() just before the HTTP request →
  * the agent's own `spawnedAt` (its `process started` debug line, the agent's
  * performance.timeOrigin + performance.now() just after the spawn; same
  * machine, same clock source). Peers: wallMs() just before add/addJob → their
@@ -19,15 +20,17 @@ import { dist, fmtDist, openLoop, until, type Dist } from '../lib/stats.js';
 const GRID_MS = 20;
 const SLOTS = 10;
 
-async function droverLatency(total: number, warm: number, db: string | undefined, what: string): Promise<number[]> {
+async function droverLatency(total: number, warm: number, warmUp: number, db: string | undefined, what: string): Promise<number[]> {
   const c = await cluster({ workers: 0, ...(db ? { db } : {}) }, what);
   try {
     const a = await startAgent(c, SLOTS, ['--log-level', 'debug']);
+    for (let i = 0; i < warmUp; i++) await c.api.submit({ command: 'true' });
+    await untilSucceeded(c.api, warmUp, 300_000);
     const sent: Array<{ id: string; at: number }> = [];
     await openLoop(total, GRID_MS, async (i, at) => {
       sent[i] = { id: await c.api.submit({ command: 'true' }), at };
     });
-    await untilSucceeded(c.api, total, 120_000);
+    await untilSucceeded(c.api, warmUp + total, 120_000);
     let starts = processStarts(a.proc.output());
     await until('the agent to log every `process started`', () => (starts = processStarts(a.proc.output())).size >= total, 10_000);
     return sent.slice(warm).map((s) => {
@@ -53,21 +56,21 @@ function row(report: Ctx['report'], measure: string, d: Dist, p: Dist, peerName:
 }
 
 export async function latency({ report, sizes }: Ctx): Promise<void> {
-  const { latencyN: n, latencyWarm: warm } = sizes;
+  const { latencyN: n, latencyWarm: warm, warmUp } = sizes;
   const total = n + warm;
   const grid = (fire: (i: number, at: number) => Promise<void>) => openLoop(total, GRID_MS, fire);
   const what = `submit → process started, ${n} submits on a ${GRID_MS} ms grid (open loop), idle worker × ${SLOTS} slots`;
-  const span = `span: client wallMs() just before the submit request → Drover: the agent's spawnedAt (\`process started\`, \`drover worker --slots ${SLOTS} --log-level debug\`, command \`true\`); peer: its handler's first line. ${warm} warm-up submits on the grid dropped`;
+  const span = `span: client wallMs() just before the submit request → Drover: the agent's spawnedAt (\`process started\`, \`drover worker --slots ${SLOTS} --log-level debug\`, command \`true\`); peer: its handler's first line. Before it, ${warmUp.toLocaleString('en-US')} tasks (peers: jobs) submitted one by one and run to the end, untimed; then ${warm} warm-up submits on the grid, dropped`;
 
   await report.part(`${what}: SQLite vs BullMQ`, async () => {
-    const d = dist(await droverLatency(total, warm, undefined, 'Drover SQLite'));
-    const b = dist((await bullmqLatency(SLOTS, grid)).slice(warm));
+    const d = dist(await droverLatency(total, warm, warmUp, undefined, 'Drover SQLite'));
+    const b = dist((await bullmqLatency(SLOTS, warmUp, grid)).slice(warm));
     row(report, `${what}: SQLite vs BullMQ add → handler`, d, b, 'BullMQ', `${span}. Peer: ${BULLMQ_CONFIG}, Worker concurrency ${SLOTS} (idle, blocked on Redis), queue.add() per grid tick.`);
   });
 
   await report.part(`${what}: PostgreSQL vs graphile-worker`, async () => {
-    const d = dist(await withDatabase('lat', (url) => droverLatency(total, warm, url, 'Drover PostgreSQL')));
-    const g = dist((await withDatabase('gwlat', (url) => graphileLatency(url, SLOTS, grid))).slice(warm));
+    const d = dist(await withDatabase('lat', (url) => droverLatency(total, warm, warmUp, url, 'Drover PostgreSQL')));
+    const g = dist((await withDatabase('gwlat', (url) => graphileLatency(url, SLOTS, warmUp, grid))).slice(warm));
     row(report, `${what}: PostgreSQL vs graphile-worker addJob → handler`, d, g, 'graphile-worker', `${span}. Peer: ${graphileConfig('default', SLOTS)} (LISTEN/NOTIFY wakes it; localQueue is its throughput mode and, per its docs, can add latency), addJob() per grid tick.`);
   });
 }

@@ -3,8 +3,10 @@
  *  - sequential: each submit awaited before the next (POST /v1/tasks; the 201
  *    means the task is committed: SQLite synchronous=FULL, PostgreSQL
  *    synchronous_commit=on). Span: first request sent → last answer received,
- *    after 20 warm-up submits. Peers: graphile-worker addJob, BullMQ Queue.add,
- *    and the raw better-sqlite3 insert+commit loop (the SQLite ceiling).
+ *    after sizes.warmUp untimed submits on the same server (the peers the
+ *    same number of adds on the same queue; context.ts says why). Peers:
+ *    graphile-worker addJob, BullMQ Queue.add, and the raw better-sqlite3
+ *    insert+commit loop (the SQLite ceiling).
  *  - batch: POST /v1/tasks/batch with 1,000 tasks a request, requests
  *    sequential, vs graphile-worker addJobs and BullMQ addBulk with the same
  *    sizes. Fails clearly when the server answers 404 (no batch endpoint).
@@ -33,11 +35,18 @@ async function onServer<T>(store: 'SQLite' | 'PostgreSQL', fn: (api: Api) => Pro
   return store === 'SQLite' ? go() : withDatabase('submit', go);
 }
 
-async function sequential(api: Api, n: number): Promise<number> {
-  for (let i = 0; i < 20; i++) await api.submit(SPEC);
+/** n awaited submits after `warm` untimed ones; s: the timed span, warmS: the warm-up's (a fresh server's first submits). */
+async function sequential(api: Api, n: number, warm: number): Promise<{ s: number; warmS: number }> {
+  const w0 = performance.now();
+  for (let i = 0; i < warm; i++) await api.submit(SPEC);
   const t0 = performance.now();
   for (let i = 0; i < n; i++) await api.submit(SPEC);
-  return (performance.now() - t0) / 1000;
+  return { s: (performance.now() - t0) / 1000, warmS: (t0 - w0) / 1000 };
+}
+
+/** The warm-up rates, for the notes: how fast each side ran while it warmed up. */
+function warmNote(warm: number, sides: Array<[string, { warmS: number }]>): string {
+  return `Warm-up (${warm.toLocaleString('en-US')} untimed before the span, same server / queue): ${sides.map(([who, r]) => `${who} ${fmtRate(warm, r.warmS)}`).join(', ')}`;
 }
 
 async function batches(api: Api, n: number): Promise<number> {
@@ -49,21 +58,23 @@ async function batches(api: Api, n: number): Promise<number> {
 
 export async function submit({ report, sizes }: Ctx): Promise<void> {
   const n = sizes.submitN;
+  const warm = sizes.warmUp;
   const seqWhat = `${n.toLocaleString('en-US')} sequential awaited single submits, one client`;
-  const seqSpan = 'span: first request sent → last answer received (each awaited before the next; 20 warm-up submits before)';
+  const seqSpan = `span: first request sent → last answer received (each awaited before the next; ${warm.toLocaleString('en-US')} warm-up submits before, untimed; the peers as many adds)`;
   const redis = await redisDurability();
 
   await report.part(`${seqWhat}, SQLite`, async () => {
-    const d = await onServer('SQLite', (api) => sequential(api, n));
-    const raw = rawSqliteInserts(n);
-    const b = await bullmqAddSequential(n);
+    const dr = await onServer('SQLite', (api) => sequential(api, n, warm));
+    const d = dr.s;
+    const raw = rawSqliteInserts(n, warm);
+    const b = await bullmqAddSequential(n, warm);
     report.add({
       measure: `${seqWhat}: SQLite vs raw better-sqlite3 insert+commit (ceiling)`,
       drover: fmtRate(n, d),
       peer: fmtRate(n, raw.s),
       ratio: ratio(raw.s / d),
       met: 'ceiling: ratio reported',
-      note: `${seqSpan}. Drover: POST /v1/tasks {command: "true"} over keep-alive node:http to \`drover server --db sqlite:…\`. Peer: ${RAW_SQLITE_CONFIG}, in the bench process.`,
+      note: `${seqSpan}. Drover: POST /v1/tasks {command: "true"} over keep-alive node:http to \`drover server --db sqlite:…\`. Peer: ${RAW_SQLITE_CONFIG}, in the bench process. ${warmNote(warm, [['Drover', dr], ['raw', raw]])}.`,
     });
     report.add({
       measure: `${seqWhat}: SQLite vs BullMQ Queue.add`,
@@ -71,20 +82,21 @@ export async function submit({ report, sizes }: Ctx): Promise<void> {
       peer: fmtRate(n, b.s),
       ratio: ratio(b.s / d),
       met: 'no target (for reference)',
-      note: `${seqSpan}. Drover as the row above. Peer: ${BULLMQ_CONFIG}, await queue.add() in a loop; ${redis} (an acknowledged add is not yet on disk, unlike Drover's).`,
+      note: `${seqSpan}. Drover as the row above. Peer: ${BULLMQ_CONFIG}, await queue.add() in a loop; ${redis} (an acknowledged add is not yet on disk, unlike Drover's). ${warmNote(warm, [['Drover', dr], ['BullMQ', b]])}.`,
     });
   });
 
   await report.part(`${seqWhat}, PostgreSQL`, async () => {
-    const d = await onServer('PostgreSQL', (api) => sequential(api, n));
-    const g = await withDatabase('gwadd', (url) => graphileAddSequential(url, n));
+    const dr = await onServer('PostgreSQL', (api) => sequential(api, n, warm));
+    const d = dr.s;
+    const g = await withDatabase('gwadd', (url) => graphileAddSequential(url, n, warm));
     report.add({
       measure: `${seqWhat}: PostgreSQL vs graphile-worker addJob`,
       drover: fmtRate(n, d),
       peer: fmtRate(n, g.s),
       ratio: ratio(g.s / d),
       met: met(g.s / d >= 1, 'Drover ≥ graphile-worker addJob'),
-      note: `${seqSpan}. Drover: POST /v1/tasks to \`drover server --db postgres://…\` (fresh database). Peer: graphile-worker 0.17 makeWorkerUtils({ connectionString }).addJob() awaited in a loop, fresh database, same server.`,
+      note: `${seqSpan}. Drover: POST /v1/tasks to \`drover server --db postgres://…\` (fresh database). Peer: graphile-worker 0.17 makeWorkerUtils({ connectionString }).addJob() awaited in a loop, fresh database, same server. ${warmNote(warm, [['Drover', dr], ['graphile-worker', g]])}.`,
     });
   });
 
