@@ -17,6 +17,8 @@ import { mayExpireLeases } from '../core/lease.js';
 import type { ServerMessage } from '../core/protocol.js';
 import type { Attempt, Task } from '../core/task.js';
 import type { Store } from '../store/store.js';
+import type { ClaimingWorker } from '../store/attempts.js';
+import { satisfies } from '../core/placement.js';
 import { PRUNE_EVERY_MS, pruneExpired } from './retention.js';
 import type { TaskBus } from './task-bus.js';
 
@@ -193,6 +195,24 @@ export class Scheduler {
       if (left > 0) this.reserved.set(link, left);
       else this.reserved.delete(link);
     };
+  }
+
+  /**
+   * A free slot for a task being submitted now (CreateOptions.claimFor): the
+   * worker with the most free slots whose labels satisfy `requires`, reserved
+   * (see freeSlots) until `release`, which the caller calls once it has sent
+   * the assignment or learnt there is none. Null when no worker has a slot.
+   */
+  reserveForSubmit(requires: Readonly<Record<string, string>>): { link: WorkerLink; worker: ClaimingWorker; leaseMs: number; release: () => void } | null {
+    if (this.stopped) return null;
+    let best: WorkerLink | null = null;
+    let bestFree = 0;
+    for (const l of this.links.values()) {
+      const free = this.freeSlots(l);
+      if (free > bestFree && satisfies(l.labels, requires)) [best, bestFree] = [l, free];
+    }
+    if (!best) return null;
+    return { link: best, worker: { id: best.workerId, labels: best.labels }, leaseMs: this.opts.leaseMs, release: this.reserve(best, 1) };
   }
 
   /** Ask for a dispatch pass soon. Coalesces: many kicks during a pass cause one more pass. */

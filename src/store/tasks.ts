@@ -2,6 +2,7 @@
 import type { Attempt, Task, TaskEvent, TaskSpec } from '../core/task.js';
 import type { TaskState } from '../core/task-state.js';
 import type { NewTask } from './batch.js';
+import type { Claim, ClaimingWorker } from './attempts.js';
 
 export type { NewTask } from './batch.js';
 
@@ -53,12 +54,28 @@ export interface CreateOptions {
   runAfter?: number | null;
   /** Merged into the `submitted` event's detail, e.g. { rerunOf: <task id> }. */
   detail?: Record<string, unknown> | null;
+  /**
+   * createTask only, with runAfter null: claim the new task for this worker in
+   * the same atomic write when no other task is waiting and the worker's
+   * labels satisfy its requires (core/placement.ts), exactly as claimMany
+   * would have a moment later (waiting → running, event `claimed`, a new
+   * attempt with its fencing token and lease). Otherwise the task is stored
+   * waiting, as without it. The caller holds a free slot of that worker for
+   * it (scheduler.ts reserveForSubmit) and sends the assignment.
+   * Why: on an idle system the submit and the claim were two commits in a
+   * row, each with its WAL flush, before the agent heard of the task
+   * (issue 9, submit → process started).
+   */
+  claimFor?: { worker: ClaimingWorker; leaseMs: number } | null;
 }
 
 export interface CreateResult {
+  /** As stored: `running` when `claim` is set. */
   task: Task;
   /** False: the idempotency key was seen before and this is the task it made then. */
   created: boolean;
+  /** CreateOptions.claimFor took effect: the new task's claim (task as above, and its attempt). */
+  claim?: Claim | null;
 }
 
 export interface CreateManyResult {

@@ -167,6 +167,30 @@ describe('scheduler', () => {
     assert.equal(sched.freeSlots(l), 0);
   });
 
+  it('reserveForSubmit: the worker with the most free slots whose labels satisfy the task, one slot held until released; none when full or draining', () => {
+    const small = new Link('small', 2, { gpu: 'yes' });
+    const big = new Link('big', 4);
+    sched.addLink(small);
+    sched.addLink(big);
+    const any = sched.reserveForSubmit({});
+    assert.equal(any?.link, big);
+    assert.deepEqual(any?.worker, { id: 'big', labels: {} });
+    assert.equal(any?.leaseMs, LEASE);
+    assert.equal(sched.freeSlots(big), 3);
+    any!.release();
+    assert.equal(sched.freeSlots(big), 4);
+    const gpu = sched.reserveForSubmit({ gpu: 'yes' });
+    assert.equal(gpu?.link, small, 'only the worker whose labels satisfy the requirement');
+    const gpu2 = sched.reserveForSubmit({ gpu: 'yes' });
+    assert.equal(gpu2?.link, small);
+    assert.equal(sched.reserveForSubmit({ gpu: 'yes' }), null, 'its two slots are held');
+    gpu!.release();
+    gpu2!.release();
+    small.draining = true;
+    assert.equal(sched.reserveForSubmit({ gpu: 'yes' }), null, 'a draining worker takes no new work');
+    assert.equal(sched.reserveForSubmit({ os: 'windows' }), null);
+  });
+
   it('one pass fills every free slot of every worker, most free first, never beyond its slots', async () => {
     for (let i = 0; i < 20; i++) await submit({ name: `t${i}` });
     const big = new Link('big', 6);

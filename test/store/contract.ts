@@ -21,6 +21,7 @@ import { runLogContract } from './contract-logs.js';
 import { runOutputsContract } from './contract-outputs.js';
 import { runTaskContract } from './contract-tasks.js';
 import { runRunLaterContract } from './contract-run-later.js';
+import { runSubmitClaimContract } from './contract-submit-claim.js';
 import { runScheduleContract } from './contract-schedules.js';
 import { runDagContract } from './contract-dags.js';
 import { runScheduleDagContract } from './contract-schedule-dags.js';
@@ -33,6 +34,7 @@ export { makeSpec, type ContractHooks } from './contract-harness.js';
 export function runStoreContract(name: string, open: Opened, hooks: ContractHooks = {}): void {
   runTaskContract(name, open);
   runRunLaterContract(name, open);
+  runSubmitClaimContract(name, open);
   runBatchContract(name, open, hooks);
   runAttemptContract(name, open);
   runAttemptBatchContract(name, open, hooks);

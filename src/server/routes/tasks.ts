@@ -73,20 +73,23 @@ export function taskRoutes(app: FastifyInstance, ctx: AppContext): void {
       const key = req.headers['idempotency-key'];
       const idem = key !== undefined ? { key, requestHash: requestHash(req.body) } : undefined;
       // The store signals wake: this server's scheduler (and, on PostgreSQL, every server's) dispatches.
+      // A free slot of a connected worker lets the store claim the task in the submit's own write when
+      // nothing else waits (CreateOptions.claimFor): the assignment goes out after one commit, not two.
+      const slot = runAfter === null ? ctx.scheduler.reserveForSubmit(spec.requires) : null;
       let res;
       try {
-        const created = store.createTask(newTaskId(now), p.user, spec, `user:${p.user}`, now, idem, { runAfter });
-        // With group commit (SQLite) a dispatch pass asked for now queues its claim behind this write, in the
-        // same transaction: the task is claimed and pushed with one fsync instead of two (submit → process
-        // started, issue 9). The wake after the commit still kicks as usual; it then finds nothing more to do.
-        const dispatched = store.capabilities.groupCommit && runAfter === null;
-        if (dispatched) ctx.scheduler.kick();
-        res = await created;
-        // That claim's assignment goes out in the microtasks that follow this commit, but this continuation
-        // runs first, and writing the reply (its serialization and the socket write) took 0.65 ms at p50
-        // ahead of it (issue 9: submit → process started, timestamps in the route, the session and the agent).
-        // One turn of the event loop lets the assignment go first.
-        if (dispatched) await new Promise<void>((resolve) => setImmediate(resolve));
+        try {
+          res = await store.createTask(newTaskId(now), p.user, spec, `user:${p.user}`, now, idem, { runAfter, claimFor: slot && { worker: slot.worker, leaseMs: slot.leaseMs } });
+          // Sent before the reply is written (measured, issue 9: the reply's serialization and write took
+          // 0.65 ms at p50, which the process's start then waited for).
+          if (res.claim && !slot!.link.assign(res.claim.task, res.claim.attempt)) await ctx.scheduler.giveBack([res.claim.attempt]);
+        } finally {
+          if (slot) {
+            slot.release();
+            // Unused, the reserved slot may have hidden a free slot from a dispatch pass that ran meanwhile.
+            if (!res?.claim) ctx.scheduler.kick();
+          }
+        }
         // A task to run later: this server's timer releases it when due (every server's sweep also would, within a second).
         if (res.task.runAfter !== null && res.task.state === 'ready') ctx.scheduler.wakeAtTime(res.task.runAfter);
       } catch (err) {

@@ -16,6 +16,8 @@ import { isUniqueViolation } from './pg-errors.js';
 import { taskSpecColumns } from './rows.js';
 import { checkLimit, SCHEDULER_ACTOR } from './sql.js';
 import { postgresCreateTasks } from './create-tasks.js';
+import { createTaskSql } from './create-task-sql.js';
+import { newFencingToken } from '../../core/ids.js';
 import { postgresTaskListQuery } from './task-views.js';
 import { pageOf } from '../task-list.js';
 import { dagStepRetryConflict } from '../dags.js';
@@ -53,8 +55,9 @@ export const DUE_SQL = {
 export function postgresTasks(db: Db): TaskStore {
   return {
     /**
-     * One statement writes the task and its two events (submitted, released),
-     * in autocommit (Db.single): two round trips fewer than BEGIN/COMMIT
+     * One statement (create-task-sql.ts) writes the task and its two events
+     * (submitted, released), and with claimFor its claim when nothing else
+     * waits, in autocommit (Db.single): two round trips fewer than BEGIN/COMMIT
      * (measured, issue 9: the PostgreSQL server's CPU went mostly to socket
      * writes, one per statement). A connection lost while the statement is
      * out leaves its outcome unknown (UnavailableError, 503), which is what
@@ -67,44 +70,35 @@ export function postgresTasks(db: Db): TaskStore {
     async createTask(id: string, owner: string, spec: TaskSpec, actor: string, now: number, idem?: Idempotency, opts: CreateOptions = {}): Promise<CreateResult> {
       assertTransition('ready', 'waiting', 'released');
       const runAfter = opts.runAfter ?? null;
+      const claimFor = runAfter === null ? (opts.claimFor ?? null) : null;
+      if (claimFor) assertTransition('waiting', 'running', 'claimed');
       const detail = submittedDetail(runAfter, opts.detail);
-      const inserted = await db.single(async (tx) => {
-        const { columns, values } = taskSpecColumns(spec);
-        const placeholders = values.map((_, i) => `$${i + 9}`).join(', ');
-        let n: number;
+      const { columns, values } = taskSpecColumns(spec);
+      const params = [id, owner, now, actor, idem?.key ?? null, idem?.requestHash ?? null, runAfter, detail === null ? null : JSON.stringify(detail), ...values];
+      if (claimFor) params.push(claimFor.worker.id, JSON.stringify(claimFor.worker.labels), newFencingToken(), claimFor.leaseMs, SCHEDULER_ACTOR, JSON.stringify(spec.requires));
+      const row = await db.single(async (tx) => {
+        let r: { state: string; attempt: AttemptRow | null } | undefined;
         try {
-          n = (
-            await tx.query<{ n: number }>(
-              `WITH t AS (
-                 INSERT INTO tasks (id, owner, created_at, updated_at, state, idempotency_key, request_hash, run_after, ${columns.join(', ')})
-                 VALUES ($1, $2, $3, $3, CASE WHEN $7::bigint IS NULL THEN 'waiting' ELSE 'ready' END, $5, $6, $7::bigint, ${placeholders})
-                 ON CONFLICT (owner, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-                 RETURNING id
-               ), e AS (
-                 -- A task to run later (run_after) gets only the submitted event; promoteDue releases it.
-                 INSERT INTO task_events (task_id, from_state, to_state, reason, actor, at, detail)
-                 SELECT t.id, v.f, v.s, v.r, $4::text, $3::bigint, CASE WHEN v.o = 1 THEN $8::text END
-                 FROM t, (VALUES (1, NULL::text, 'ready', 'submitted'), (2, 'ready', 'waiting', 'released')) AS v(o, f, s, r)
-                 WHERE v.o = 1 OR $7::bigint IS NULL
-                 ORDER BY v.o
-               )
-               SELECT count(*)::int AS n FROM t`,
-              [id, owner, now, actor, idem?.key ?? null, idem?.requestHash ?? null, runAfter, detail === null ? null : JSON.stringify(detail), ...values],
-            )
-          ).rows[0]!.n;
+          r = (await tx.query<{ state: string; attempt: AttemptRow | null }>(createTaskSql(columns, claimFor !== null), params)).rows[0];
         } catch (e) {
           if (isUniqueViolation(e)) throw new ConflictError(`task ${id} already exists`);
           throw e;
         }
-        if (n === 1) {
-          if (runAfter === null) tx.signal({ kind: 'wake' }, { kind: 'task', taskId: id });
+        if (r) {
+          if (runAfter === null && r.state === 'waiting') tx.signal({ kind: 'wake' }, { kind: 'task', taskId: id });
           else tx.signal({ kind: 'task', taskId: id });
         }
-        return n === 1;
+        return r;
       });
       // The row is what was just written: built here rather than sent back (RETURNING * cost the
       // parse of 35 columns' description and values at every submit; see the comment above).
-      if (inserted) return { task: newWaitingTask(id, owner, spec, now, runAfter), created: true };
+      if (row) {
+        const task = newWaitingTask(id, owner, spec, now, runAfter);
+        if (!row.attempt) return { task, created: true, claim: null };
+        const attempt = attemptFromRow(row.attempt);
+        const claimed: Task = { ...task, state: 'running', attempts: 1, currentAttemptId: attempt.id };
+        return { task: claimed, created: true, claim: { task: claimed, attempt } };
+      }
       // Only the idempotency index can have stopped the insert (a taken id throws above).
       const first = await db.read(async (q) => (await q.query<TaskRow>('SELECT * FROM tasks WHERE owner = $1 AND idempotency_key = $2', [owner, idem!.key])).rows[0]);
       if (!first) throw new Error(`createTask: idempotency key ${JSON.stringify(idem!.key)} conflicted but no task holds it`);

@@ -82,7 +82,7 @@ function stopOrder(d: SqliteDb, workerId: string, id: number): StopOrder | null 
  * event. The IMMEDIATE transaction holds SQLite's one write lock from the
  * first statement, so no other claimer can take the same tasks.
  */
-function claimIn(d: SqliteDb, worker: ClaimingWorker, max: number, now: number, leaseMs: number): Claim[] {
+export function claimIn(d: SqliteDb, worker: ClaimingWorker, max: number, now: number, leaseMs: number): Claim[] {
   assertTransition('waiting', 'running', 'claimed');
   const picked = d.q(CLAIM_SQL).all({ labels: JSON.stringify(worker.labels), max }) as TaskRow[];
   const claims: Claim[] = [];

@@ -15,6 +15,7 @@ import type { SqliteDb } from './db.js';
 import { attemptRow, checkLimit, insertEvent, runningAttemptOf, SCHEDULER_ACTOR, taskRow } from './records.js';
 import { isUniqueViolation } from './sqlite-errors.js';
 import { sqliteCreateTasks } from './create-tasks.js';
+import { claimIn } from './attempts.js';
 import { sqliteTaskListQuery } from './task-views.js';
 import { pageOf } from '../task-list.js';
 import { dagStepRetryConflict } from '../dags.js';
@@ -84,6 +85,9 @@ export function sqliteTasks(d: SqliteDb): TaskStore {
           }
         }
         assertTransition('ready', 'waiting', 'released');
+        // claimFor (CreateOptions): only when nothing else waits, read under the write lock this transaction holds.
+        const claimFor = runAfter === null ? opts.claimFor : null;
+        const claiming = claimFor ? d.q("SELECT 1 FROM tasks INDEXED BY tasks_queue WHERE state = 'waiting' LIMIT 1").get() === undefined : false;
         try {
           // Stored directly as waiting: both transitions happen in this transaction, so `ready` is never visible.
           // A task to run later stays ready (with run_after) until promoteDue releases it.
@@ -115,8 +119,11 @@ export function sqliteTasks(d: SqliteDb): TaskStore {
         } else {
           d.signal({ kind: 'task', taskId: id });
         }
+        // The queue was empty, so the claim's choice is this task, or nothing if the worker's labels do not satisfy its requires.
+        const claim = claiming ? (claimIn(d, claimFor!.worker, 1, now, claimFor!.leaseMs)[0] ?? null) : null;
+        if (claim) return { task: claim.task, created: true, claim };
         // Built from what was written, as the claim and the end do (no RETURNING *: reading 35 columns back cost more).
-        return { task: newWaitingTask(id, owner, spec, now, runAfter), created: true };
+        return { task: newWaitingTask(id, owner, spec, now, runAfter), created: true, claim: null };
       });
     },
 
