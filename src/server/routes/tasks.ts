@@ -12,6 +12,7 @@ import { ListQuery, LogsQuery, SubmitBody, SubmitHeaders, TaskIdParams, TaskSche
 import { attemptJson, eventJson, taskJson, taskSummaryJson } from '../serialize.js';
 import { requestHash, toRunAfter, toTaskSpec } from '../task-input.js';
 import { specOf } from '../rerun.js';
+import { createAndDispatch } from '../submit-dispatch.js';
 import { namedSchedule } from './schedules.js';
 
 const TaskEnvelope = Type.Object({ task: TaskSchema });
@@ -72,24 +73,10 @@ export function taskRoutes(app: FastifyInstance, ctx: AppContext): void {
       const runAfter = toRunAfter(req.body, now);
       const key = req.headers['idempotency-key'];
       const idem = key !== undefined ? { key, requestHash: requestHash(req.body) } : undefined;
-      // The store signals wake: this server's scheduler (and, on PostgreSQL, every server's) dispatches.
-      // A free slot of a connected worker lets the store claim the task in the submit's own write when
-      // nothing else waits (CreateOptions.claimFor): the assignment goes out after one commit, not two.
-      const slot = runAfter === null ? ctx.scheduler.reserveForSubmit(spec.requires) : null;
       let res;
       try {
-        try {
-          res = await store.createTask(newTaskId(now), p.user, spec, `user:${p.user}`, now, idem, { runAfter, claimFor: slot && { worker: slot.worker, leaseMs: slot.leaseMs } });
-          // Sent before the reply is written (measured, issue 9: the reply's serialization and write took
-          // 0.65 ms at p50, which the process's start then waited for).
-          if (res.claim && !slot!.link.assign(res.claim.task, res.claim.attempt)) await ctx.scheduler.giveBack([res.claim.attempt]);
-        } finally {
-          if (slot) {
-            slot.release();
-            // Unused, the reserved slot may have hidden a free slot from a dispatch pass that ran meanwhile.
-            if (!res?.claim) ctx.scheduler.kick();
-          }
-        }
+        // Claimed and assigned in the submit's own write when a worker is free and nothing waits; else the store's wake dispatches it.
+        res = await createAndDispatch(store, ctx.scheduler, { id: newTaskId(now), owner: p.user, spec, actor: `user:${p.user}`, now, idem, opts: { runAfter } });
         // A task to run later: this server's timer releases it when due (every server's sweep also would, within a second).
         if (res.task.runAfter !== null && res.task.state === 'ready') ctx.scheduler.wakeAtTime(res.task.runAfter);
       } catch (err) {
@@ -199,9 +186,7 @@ export function taskRoutes(app: FastifyInstance, ctx: AppContext): void {
       const now = clock.now();
       let res;
       try {
-        const created = store.createTask(newTaskId(now), original.owner, specOf(original), `user:${p.user}`, now, idem, { detail: { rerunOf: original.id } });
-        if (store.capabilities.groupCommit) ctx.scheduler.kick();
-        res = await created;
+        res = await createAndDispatch(store, ctx.scheduler, { id: newTaskId(now), owner: original.owner, spec: specOf(original), actor: `user:${p.user}`, now, idem, opts: { detail: { rerunOf: original.id } } });
       } catch (err) {
         if (idem && err instanceof ConflictError) {
           throw new ConflictError(`Idempotency-Key "${idem.key}" was already used for a different request; use a new key for a new rerun`);
