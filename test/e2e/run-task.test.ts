@@ -126,6 +126,33 @@ describe('e2e: submit, run, see the result', () => {
     assert.ok(!JSON.stringify(list).includes(alice), 'secrets are never listed');
   });
 
+  it('a submit to a free worker with nothing waiting is claimed in its own write: the 201 already says running; with every slot busy it says waiting, and runs once a slot frees', async () => {
+    // Earlier cases' tasks first end (the worker has 2 slots).
+    for (;;) {
+      const busy = (await c.api.req('GET', '/v1/tasks?state=running')).body.tasks.length + (await c.api.req('GET', '/v1/tasks?state=waiting')).body.tasks.length;
+      if (busy === 0) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const first = await c.api.req('POST', '/v1/tasks', { command: 'sleep', args: ['1'], name: 'claimed-at-submit' });
+    assert.equal(first.status, 201);
+    assert.equal(first.body.task.state, 'running');
+    assert.equal(first.body.task.attempts, 1);
+    const second = await c.api.req('POST', '/v1/tasks', { command: 'sleep', args: ['1'] });
+    assert.equal(second.body.task.state, 'running');
+    const third = await c.api.req('POST', '/v1/tasks', { command: 'true' });
+    assert.equal(third.status, 201);
+    assert.equal(third.body.task.state, 'waiting', 'no free slot: stored waiting, dispatched later');
+    const done = await c.api.waitDone(third.body.task.id);
+    assert.equal(done.task.state, 'succeeded');
+    const events = (await c.api.task(first.body.task.id)).events;
+    assert.deepEqual(events.slice(0, 3).map((e: any) => [e.from, e.to, e.reason]), [
+      [null, 'ready', 'submitted'],
+      ['ready', 'waiting', 'released'],
+      ['waiting', 'running', 'claimed'],
+    ]);
+    assert.equal((await c.api.waitDone(first.body.task.id)).task.state, 'succeeded');
+  });
+
   it('serves an OpenAPI document built from the route schemas', async () => {
     const r = await c.api.req('GET', '/openapi.json');
     assert.equal(r.status, 200);
