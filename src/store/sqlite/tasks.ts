@@ -92,20 +92,20 @@ export function sqliteTasks(d: SqliteDb): TaskStore {
           // Stored directly as waiting: both transitions happen in this transaction, so `ready` is never visible.
           // A task to run later stays ready (with run_after) until promoteDue releases it.
           d.q(
-              `INSERT INTO tasks (id, owner, state, name, kind, command, args, script, interpreter, env, timeout_ms, cwd,
-                 max_retries, retry_base_delay_ms, retry_factor, retry_max_delay_ms, priority, labels, requires,
-                 idempotency_key, request_hash, run_after, created_at, updated_at)
-               VALUES (@id, @owner, @state, @name, @kind, @command, @args, @script, @interpreter, @env, @timeout_ms, @cwd,
-                 @max_retries, @retry_base_delay_ms, @retry_factor, @retry_max_delay_ms, @priority, @labels, @requires,
-                 @idempotency_key, @request_hash, @run_after, @now, @now)`,
+            `INSERT INTO tasks (id, owner, state, name, kind, command, args, script, interpreter, env, timeout_ms, cwd,
+               max_retries, retry_base_delay_ms, retry_factor, retry_max_delay_ms, priority, labels, requires,
+               idempotency_key, request_hash, run_after, created_at, updated_at)
+             VALUES (@id, @owner, @state, @name, @kind, @command, @args, @script, @interpreter, @env, @timeout_ms, @cwd,
+               @max_retries, @retry_base_delay_ms, @retry_factor, @retry_max_delay_ms, @priority, @labels, @requires,
+               @idempotency_key, @request_hash, @run_after, @now, @now)`,
           ).run({
-              id,
-              owner,
-              now,
-              state: runAfter === null ? 'waiting' : 'ready',
-              run_after: runAfter,
-              ...taskSpecParams(spec),
-              idempotency_key: idem?.key ?? null,
+            id,
+            owner,
+            now,
+            state: runAfter === null ? 'waiting' : 'ready',
+            run_after: runAfter,
+            ...taskSpecParams(spec),
+            idempotency_key: idem?.key ?? null,
             request_hash: idem?.requestHash ?? null,
           });
         } catch (e) {
