@@ -32,7 +32,7 @@ async function droverLatency(total: number, warm: number, warmUp: number, db: st
     });
     await untilSucceeded(c.api, warmUp + total, 120_000);
     let starts = processStarts(a.proc.output());
-    await until('the agent to log every `process started`', () => (starts = processStarts(a.proc.output())).size >= total, 10_000);
+    await until('the agent to log every `process started`', () => (starts = processStarts(a.proc.output())).size >= warmUp + total, 10_000);
     return sent.slice(warm).map((s) => {
       const spawned = starts.get(s.id);
       if (spawned === undefined) throw new Error(`${what}: no 'process started' line for task ${s.id}`);
