@@ -6,6 +6,21 @@ export const wallMs = (): number => performance.timeOrigin + performance.now();
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
+/** A span after an untimed warm-up (sizes.warmUp): seconds of each, the warm-up's being the cold figure printed beside the span. */
+export interface WarmedSpan {
+  s: number;
+  warmS: number;
+}
+
+/** Runs `warmUp`, then `timed`; the timed span starts after the warm-up's last operation returned. */
+export async function afterWarmUp(warmUp: () => unknown, timed: () => unknown): Promise<WarmedSpan> {
+  const w0 = performance.now();
+  await warmUp();
+  const t0 = performance.now();
+  await timed();
+  return { s: (performance.now() - t0) / 1000, warmS: (t0 - w0) / 1000 };
+}
+
 /** Nearest-rank percentile of an ascending array. */
 export function percentile(sorted: readonly number[], p: number): number {
   if (!sorted.length) return NaN;

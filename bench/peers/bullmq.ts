@@ -13,7 +13,7 @@
 import { randomBytes } from 'node:crypto';
 import { Queue, Worker, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
-import { chunks, until, wallMs } from '../lib/stats.js';
+import { afterWarmUp, chunks, until, wallMs, type WarmedSpan } from '../lib/stats.js';
 
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const JOB_OPTS = { removeOnComplete: { count: 1000 }, removeOnFail: { count: 5000 } };
@@ -83,25 +83,18 @@ export async function bullmqDrain(n: number, concurrency: number): Promise<{ tot
 }
 
 /** n sequential awaited `Queue.add` from one client, after `warm` untimed ones on the same queue (sizes.warmUp). Span: first timed call → last resolved. */
-export async function bullmqAddSequential(n: number, warm: number): Promise<{ s: number; warmS: number }> {
-  return withQueue(async (q) => {
-    const w0 = performance.now();
-    for (let i = 0; i < warm; i++) await q.add('noop', { i });
-    const t0 = performance.now();
-    for (let i = 0; i < n; i++) await q.add('noop', { i });
-    return { s: (performance.now() - t0) / 1000, warmS: (t0 - w0) / 1000 };
+export async function bullmqAddSequential(n: number, warm: number): Promise<WarmedSpan> {
+  return withQueue((q) => {
+    const adds = async (k: number) => {
+      for (let i = 0; i < k; i++) await q.add('noop', { i });
+    };
+    return afterWarmUp(() => adds(warm), () => adds(n));
   });
 }
 
 /** n jobs by `Queue.addBulk`, `size` per call, calls sequential, after `warm` untimed jobs the same way (sizes.warmUp). Span: first timed call → last resolved. */
-export async function bullmqAddBulk(n: number, size: number, warm: number): Promise<{ s: number; warmS: number }> {
-  return withQueue(async (q) => {
-    const w0 = performance.now();
-    await addBulk(q, warm, size);
-    const t0 = performance.now();
-    await addBulk(q, n, size);
-    return { s: (performance.now() - t0) / 1000, warmS: (t0 - w0) / 1000 };
-  });
+export async function bullmqAddBulk(n: number, size: number, warm: number): Promise<WarmedSpan> {
+  return withQueue((q) => afterWarmUp(() => addBulk(q, warm, size), () => addBulk(q, n, size)));
 }
 
 /**

@@ -11,7 +11,7 @@
  */
 import pg from 'pg';
 import { Logger, makeWorkerUtils, run, runMigrations, type Runner, type RunnerOptions, type WorkerUtils } from 'graphile-worker';
-import { chunks, until, wallMs } from '../lib/stats.js';
+import { afterWarmUp, chunks, until, wallMs, type WarmedSpan } from '../lib/stats.js';
 
 export type GraphileMode = 'default' | 'localQueue';
 const LOCAL_QUEUE_SIZE = 500;
@@ -85,25 +85,18 @@ export async function graphileDrain(url: string, n: number, concurrency: number,
  * WorkerUtils (sizes.warmUp). Span: first timed call → last resolved (the
  * insert committed). warmS: the warm-up's own time.
  */
-export async function graphileAddSequential(url: string, n: number, warm: number): Promise<{ s: number; warmS: number }> {
-  return withUtils(url, async (u) => {
-    const w0 = performance.now();
-    for (let i = 0; i < warm; i++) await u.addJob('noop', { i });
-    const t0 = performance.now();
-    for (let i = 0; i < n; i++) await u.addJob('noop', { i });
-    return { s: (performance.now() - t0) / 1000, warmS: (t0 - w0) / 1000 };
+export async function graphileAddSequential(url: string, n: number, warm: number): Promise<WarmedSpan> {
+  return withUtils(url, (u) => {
+    const adds = async (k: number) => {
+      for (let i = 0; i < k; i++) await u.addJob('noop', { i });
+    };
+    return afterWarmUp(() => adds(warm), () => adds(n));
   });
 }
 
 /** n jobs by addJobs, `size` per call, calls sequential, after `warm` untimed jobs the same way (sizes.warmUp). */
-export async function graphileAddBulk(url: string, n: number, size: number, warm: number): Promise<{ s: number; warmS: number }> {
-  return withUtils(url, async (u) => {
-    const w0 = performance.now();
-    await addJobs(u, warm, size);
-    const t0 = performance.now();
-    await addJobs(u, n, size);
-    return { s: (performance.now() - t0) / 1000, warmS: (t0 - w0) / 1000 };
-  });
+export async function graphileAddBulk(url: string, n: number, size: number, warm: number): Promise<WarmedSpan> {
+  return withUtils(url, (u) => afterWarmUp(() => addJobs(u, warm, size), () => addJobs(u, n, size)));
 }
 
 /**

@@ -8,11 +8,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
+import { afterWarmUp, type WarmedSpan } from '../lib/stats.js';
 
 export const RAW_SQLITE_CONFIG = 'better-sqlite3, journal_mode=WAL, synchronous=FULL, one INSERT (id, spec JSON, state, created_at) committed per row';
 
 /** n inserts, each its own commit, after `warm` untimed ones (sizes.warmUp). */
-export function rawSqliteInserts(n: number, warm: number): { s: number; warmS: number } {
+export async function rawSqliteInserts(n: number, warm: number): Promise<WarmedSpan> {
   const dir = mkdtempSync(join(tmpdir(), 'drover-bench-raw-'));
   const db = new Database(join(dir, 'raw.db'));
   try {
@@ -21,11 +22,10 @@ export function rawSqliteInserts(n: number, warm: number): { s: number; warmS: n
     db.exec('CREATE TABLE tasks (id TEXT PRIMARY KEY, spec TEXT NOT NULL, state TEXT NOT NULL, created_at INTEGER NOT NULL)');
     const ins = db.prepare('INSERT INTO tasks (id, spec, state, created_at) VALUES (?, ?, ?, ?)');
     const spec = JSON.stringify({ command: 'true' });
-    const w0 = performance.now();
-    for (let i = 0; i < warm; i++) ins.run(`w${i.toString().padStart(10, '0')}`, spec, 'ready', Date.now());
-    const t0 = performance.now();
-    for (let i = 0; i < n; i++) ins.run(`t${i.toString().padStart(10, '0')}`, spec, 'ready', Date.now());
-    return { s: (performance.now() - t0) / 1000, warmS: (t0 - w0) / 1000 };
+    const inserts = (prefix: string, k: number) => {
+      for (let i = 0; i < k; i++) ins.run(`${prefix}${i.toString().padStart(10, '0')}`, spec, 'ready', Date.now());
+    };
+    return await afterWarmUp(() => inserts('w', warm), () => inserts('t', n));
   } finally {
     db.close();
     rmSync(dir, { recursive: true, force: true });

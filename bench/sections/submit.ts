@@ -18,7 +18,7 @@ import type { Ctx } from '../lib/context.js';
 import { BATCH_MAX, cluster, submitBatch, type Api } from '../lib/drover.js';
 import { withDatabase } from '../lib/pg.js';
 import { met, ratio } from '../lib/report.js';
-import { chunks, fmtRate } from '../lib/stats.js';
+import { afterWarmUp, chunks, fmtRate, type WarmedSpan } from '../lib/stats.js';
 
 const SPEC = { command: 'true' };
 
@@ -36,27 +36,25 @@ async function onServer<T>(store: 'SQLite' | 'PostgreSQL', fn: (api: Api) => Pro
 }
 
 /** n awaited submits after `warm` untimed ones; s: the timed span, warmS: the warm-up's (a fresh server's first submits). */
-async function sequential(api: Api, n: number, warm: number): Promise<{ s: number; warmS: number }> {
-  const w0 = performance.now();
-  for (let i = 0; i < warm; i++) await api.submit(SPEC);
-  const t0 = performance.now();
-  for (let i = 0; i < n; i++) await api.submit(SPEC);
-  return { s: (performance.now() - t0) / 1000, warmS: (t0 - w0) / 1000 };
+function sequential(api: Api, n: number, warm: number): Promise<WarmedSpan> {
+  const submits = async (k: number) => {
+    for (let i = 0; i < k; i++) await api.submit(SPEC);
+  };
+  return afterWarmUp(() => submits(warm), () => submits(n));
 }
 
 /** The warm-up rates, for the notes: how fast each side ran while it warmed up. */
-function warmNote(warm: number, sides: Array<[string, { warmS: number }]>): string {
+function warmNote(warm: number, sides: Array<[string, WarmedSpan]>): string {
   return `Warm-up (${warm.toLocaleString('en-US')} untimed before the span, same server / queue): ${sides.map(([who, r]) => `${who} ${fmtRate(warm, r.warmS)}`).join(', ')}`;
 }
 
 /** n tasks in batches of BATCH_MAX after `warm` untimed ones (same batches); the 404 check comes first. */
-async function batches(api: Api, n: number, warm: number): Promise<{ s: number; warmS: number }> {
+async function batches(api: Api, n: number, warm: number): Promise<WarmedSpan> {
   await submitBatch(api, 10, SPEC); // the 404 check before any clock starts
-  const w0 = performance.now();
-  for (const k of chunks(warm, BATCH_MAX)) await submitBatch(api, k, SPEC);
-  const t0 = performance.now();
-  for (const k of chunks(n, BATCH_MAX)) await submitBatch(api, k, SPEC);
-  return { s: (performance.now() - t0) / 1000, warmS: (t0 - w0) / 1000 };
+  const inBatches = async (total: number) => {
+    for (const k of chunks(total, BATCH_MAX)) await submitBatch(api, k, SPEC);
+  };
+  return afterWarmUp(() => inBatches(warm), () => inBatches(n));
 }
 
 export async function submit({ report, sizes }: Ctx): Promise<void> {
@@ -69,7 +67,7 @@ export async function submit({ report, sizes }: Ctx): Promise<void> {
   await report.part(`${seqWhat}, SQLite`, async () => {
     const dr = await onServer('SQLite', (api) => sequential(api, n, warm));
     const d = dr.s;
-    const raw = rawSqliteInserts(n, warm);
+    const raw = await rawSqliteInserts(n, warm);
     const b = await bullmqAddSequential(n, warm);
     report.add({
       measure: `${seqWhat}: SQLite vs raw better-sqlite3 insert+commit (ceiling)`,
