@@ -5,8 +5,8 @@
 'use strict';
 const path = require('node:path');
 
-// The bundle requires one ES module (the reaper's, rolldown.config.js): require() of an ES module
-// needs Node 20.19 (package.json engines); say so here rather than fail later inside an agent.
+// package.json engines (Node 20.19 or later, the release line this is tested on): say so here
+// rather than fail later inside some command.
 const [major, minor] = process.versions.node.split('.').map(Number);
 const bundlePath = path.join(__dirname, '..', 'dist', 'cli', 'main.cjs');
 if (major < 20 || (major === 20 && minor < 19)) {

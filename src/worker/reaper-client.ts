@@ -26,7 +26,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import type { Logger } from './logger.js';
 import type { GroupWatch } from './process-runner.js';
-import { REAPER_MAX_GRACE_MS, reaperCommand, type ReaperCommand } from './reaper.js';
+import { REAPER_MAX_GRACE_MS, reaperCommand, type ReaperCommand } from './reaper-command.js';
 
 const RESTART_DELAY_MS = 1_000;
 /** How long a `del` may wait for company (see the contract). */

@@ -4,7 +4,7 @@
  * outright (kill -9, OOM killer), instead of running on as orphans while the
  * server gives their tasks to other workers.
  *
- * Run as `node dist/src/worker/reaper.js --grace-ms N` with a pipe on stdin
+ * Run as `node dist/src/worker/reaper.js --grace-ms N` (reaper-command.ts says how an agent starts it) with a pipe on stdin
  * that only the agent holds (the agent's end is close-on-exec, so attempts do
  * not inherit it). Contract:
  * - stdin carries one line per change: `add <pgid> <taskId>` when an
@@ -31,52 +31,11 @@
  * Bound: an outright killed agent's attempts are gone within graceMs
  * (REAPER_MAX_GRACE_MS at most) plus the time to scan /proc.
  */
-import { accessSync, constants } from 'node:fs';
-import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { groupAlive, signalTaskGroup } from './process-group.js';
-import { packageRoot } from './package-root.js';
-
-/** The reaper's SIGTERM → SIGKILL grace is the agent's kill grace, capped at this. */
-export const REAPER_MAX_GRACE_MS = 2_000;
-
-/** Where the compiled entry point lives (next to this module in dist/). */
-export const REAPER_PATH = fileURLToPath(import.meta.url);
-
-/** The same program in C (native/reaper.c), built by `npm install` into build/Release of the package root. */
-export const NATIVE_REAPER_FILE = path.join('build', 'Release', 'drover_reaper');
-
-/** How to start a reaper: its executable and arguments, and which of the two it is. */
-export interface ReaperCommand {
-  kind: 'native' | 'node';
-  file: string;
-  args: string[];
-}
-
-/**
- * The native reaper when it was built and may be executed, else this module
- * under the agent's own Node. Why prefer it: the reaper lives as long as its
- * agent, and as a second Node process it cost 44 MB RSS (VmRSS of `node
- * reaper.js` with one group registered) where the C program, beside a 10-slot
- * agent running 10 tasks, has 1.4 MB (npm run bench -- --sections=memory);
- * both pass the same tests (test/worker/reaper.test.ts).
- * `want` forces one (tests); 'native' when it is not built throws, naming the file.
- */
-export function reaperCommand(graceMs: number, want?: 'native' | 'node'): ReaperCommand {
-  const args = ['--grace-ms', String(graceMs)];
-  if (want !== 'node') {
-    const file = path.join(packageRoot(import.meta.url), NATIVE_REAPER_FILE);
-    try {
-      accessSync(file, constants.X_OK);
-      return { kind: 'native', file, args };
-    } catch (err) {
-      if (want === 'native') throw new Error(`the native reaper is not available: ${file}: ${(err as Error).message}`);
-    }
-  }
-  return { kind: 'node', file: process.execPath, args: [REAPER_PATH, ...args] };
-}
+import { REAPER_MAX_GRACE_MS } from './reaper-command.js';
 
 /** One parsed stdin line, or an error message. */
 export type ReaperLine =
@@ -174,5 +133,5 @@ function main(): void {
   });
 }
 
-// Run only as the entry point (the agent imports this module for REAPER_PATH).
+// Run only as the entry point (tests import this module for its parts; agents do not import it: reaper-command.ts).
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) main();
