@@ -4,11 +4,13 @@
  * no values at all (envRedacted), and there is nothing to reveal.
  */
 import { useState } from 'react';
+import { KvTable } from './kv-table';
 
 export function EnvTable({ env, redacted }: { env: Record<string, string>; redacted: boolean }) {
   const [revealed, setRevealed] = useState(false);
   const entries = Object.entries(env);
   if (entries.length === 0) return <p className="muted">No variables set.</p>;
+  const shown = revealed && !redacted;
   return (
     <div className="env">
       <div className="env-bar">
@@ -20,26 +22,13 @@ export function EnvTable({ env, redacted }: { env: Record<string, string>; redac
           </button>
         )}
       </div>
-      <table className="table kv-table">
-        <thead>
-          <tr>
-            <th scope="col">Variable</th>
-            <th scope="col">Value</th>
-          </tr>
-        </thead>
-        <tbody>
-          {entries.map(([k, v]) => (
-            <tr key={k}>
-              <td>
-                <code>{k}</code>
-              </td>
-              <td className="env-value" data-testid="env-value">
-                {revealed && !redacted ? <code>{v}</code> : <span className="masked" aria-label="hidden value">••••••••</span>}
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+      <KvTable
+        entries={entries}
+        keyHeading="Variable"
+        valueClass="env-value"
+        valueTestId="env-value"
+        value={(v) => (shown ? <code>{v}</code> : <span className="masked" aria-label="hidden value">••••••••</span>)}
+      />
     </div>
   );
 }

@@ -4,6 +4,8 @@
  * task data and are rendered as text only (React escapes them); a value keeps
  * its spaces and wraps anywhere, so a long one cannot widen the page.
  */
+import { KvTable } from './kv-table';
+
 export function OutputsTable({ outputs }: { outputs: Record<string, string> | null }) {
   const entries = Object.entries(outputs ?? {});
   if (entries.length === 0) {
@@ -13,26 +15,5 @@ export function OutputsTable({ outputs }: { outputs: Record<string, string> | nu
       </p>
     );
   }
-  return (
-    <table className="table kv-table" data-testid="outputs">
-      <thead>
-        <tr>
-          <th scope="col">Key</th>
-          <th scope="col">Value</th>
-        </tr>
-      </thead>
-      <tbody>
-        {entries.map(([k, v]) => (
-          <tr key={k}>
-            <td>
-              <code>{k}</code>
-            </td>
-            <td className="output-value" data-testid="output-value">
-              <code>{v}</code>
-            </td>
-          </tr>
-        ))}
-      </tbody>
-    </table>
-  );
+  return <KvTable entries={entries} keyHeading="Key" valueClass="output-value" valueTestId="output-value" testId="outputs" value={(v) => <code>{v}</code>} />;
 }
