@@ -115,20 +115,32 @@ export async function agentOn(c: Cluster, api: Api, id: string, slots: number, e
   return proc;
 }
 
-/** The agent's `process started` debug lines (pino JSON on stderr): taskId → spawnedAt (epoch ms with fraction, the agent's clock just after the spawn). */
-export function processStarts(output: string): Map<string, number> {
+/**
+ * One stamp per task from the agent's debug lines (pino JSON on stderr):
+ * taskId → the number in `field` of the line whose msg is `msg` (epoch ms
+ * with a fraction, the agent's clock: agent.ts).
+ */
+function agentStamps(output: string, msg: string, field: string): Map<string, number> {
   const out = new Map<string, number>();
+  const needle = `"${msg}"`;
   for (const line of output.split('\n')) {
-    if (!line.includes('"process started"')) continue;
+    if (!line.includes(needle)) continue;
     try {
-      const j = JSON.parse(line) as { msg?: string; taskId?: string; spawnedAt?: number };
-      if (j.msg === 'process started' && j.taskId && typeof j.spawnedAt === 'number') out.set(j.taskId, j.spawnedAt);
+      const j = JSON.parse(line) as Record<string, unknown>;
+      const at = j[field];
+      if (j.msg === msg && typeof j.taskId === 'string' && typeof at === 'number') out.set(j.taskId, at);
     } catch {
       // A line split by the other stream's output: not ours to count.
     }
   }
   return out;
 }
+
+/** `process started` lines: taskId → spawnedAt (the agent's clock just after the spawn). */
+export const processStarts = (output: string): Map<string, number> => agentStamps(output, 'process started', 'spawnedAt');
+
+/** `attempt assigned` lines: taskId → assignedAt (the agent's clock when it took the assignment up, before the work dir and the spawn). */
+export const assignmentsTaken = (output: string): Map<string, number> => agentStamps(output, 'attempt assigned', 'assignedAt');
 
 /** Every task in `state`, through the list API (500 a page). */
 export async function listTasks(api: Api, state: string): Promise<any[]> {
