@@ -83,14 +83,14 @@ export async function latency({ report, sizes }: Ctx): Promise<void> {
   const span = `span: client wallMs() just before the submit request → Drover: the agent's spawnedAt (\`process started\`, \`drover worker --slots ${SLOTS} --log-level debug\`, command \`true\`), in parts at the agent's assignedAt (\`attempt assigned\`: taken up, before its work dir and spawn); peer: its handler's first line. Before it, ${warmUp.toLocaleString('en-US')} tasks (peers: jobs) submitted one by one and run to the end, untimed; then ${warm} warm-up submits on the grid, dropped`;
 
   await report.part(`${what}: SQLite vs BullMQ`, async () => {
-    const d = await droverLatency(total, warm, warmUp, undefined, 'Drover SQLite');
+    const spans = await droverLatency(total, warm, warmUp, undefined, 'Drover SQLite');
     const b = dist((await bullmqLatency(SLOTS, warmUp, grid)).slice(warm));
-    row(report, `${what}: SQLite vs BullMQ add → handler`, d, b, 'BullMQ', `${span}. Peer: ${BULLMQ_CONFIG}, Worker concurrency ${SLOTS} (idle, blocked on Redis), queue.add() per grid tick.`);
+    row(report, `${what}: SQLite vs BullMQ add → handler`, spans, b, 'BullMQ', `${span}. Peer: ${BULLMQ_CONFIG}, Worker concurrency ${SLOTS} (idle, blocked on Redis), queue.add() per grid tick.`);
   });
 
   await report.part(`${what}: PostgreSQL vs graphile-worker`, async () => {
-    const d = await withDatabase('lat', (url) => droverLatency(total, warm, warmUp, url, 'Drover PostgreSQL'));
+    const spans = await withDatabase('lat', (url) => droverLatency(total, warm, warmUp, url, 'Drover PostgreSQL'));
     const g = dist((await withDatabase('gwlat', (url) => graphileLatency(url, SLOTS, warmUp, grid))).slice(warm));
-    row(report, `${what}: PostgreSQL vs graphile-worker addJob → handler`, d, g, 'graphile-worker', `${span}. Peer: ${graphileConfig('default', SLOTS)} (LISTEN/NOTIFY wakes it; localQueue is its throughput mode and, per its docs, can add latency), addJob() per grid tick.`);
+    row(report, `${what}: PostgreSQL vs graphile-worker addJob → handler`, spans, g, 'graphile-worker', `${span}. Peer: ${graphileConfig('default', SLOTS)} (LISTEN/NOTIFY wakes it; localQueue is its throughput mode and, per its docs, can add latency), addJob() per grid tick.`);
   });
 }
