@@ -82,6 +82,19 @@ export function runSignalContract(name: string, open: () => Promise<Store>): voi
       await rec.waitFor(isTask(t.id), 'task');
     });
 
+    it('a createTask that claims its own task (claimFor) signals the task but no wake: nothing is left waiting for a dispatch pass', async () => {
+      const from = rec.seen.length;
+      const r = await store.createTask(newTaskId(T0), 'u', makeSpec(), 'user:u', T0, undefined, { claimFor: { worker: worker(), leaseMs: 15_000 } });
+      assert.ok(r.claim, 'expected the task to be claimed at submit');
+      await rec.waitFor(isTask(r.task.id), 'task', from);
+      // Signals arrive in commit order: once the marker's are here, a wake of the claimed submit would be too.
+      const marker = await create(T0 + 999);
+      await rec.waitFor(isTask(marker.id), 'task of the marker', from);
+      await rec.waitFor(isWake, 'wake of the marker', from);
+      const since = rec.seen.slice(from);
+      assert.equal(since.filter(isWake).length, 1, JSON.stringify(since));
+    });
+
     it('an idempotent repeat of createTask (created: false) signals nothing', async () => {
       const t = await create(T0, { key: 'k', requestHash: 'h' });
       await rec.waitFor(isTask(t.id), 'task');
