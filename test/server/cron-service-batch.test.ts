@@ -10,7 +10,7 @@ import { FakeClock } from '../../src/core/clock.js';
 import { firstFireAfter } from '../../src/core/cron/next-fire.js';
 import { parseSchedule } from '../../src/core/cron/schedule.js';
 import { newTaskId } from '../../src/core/ids.js';
-import { CronService, DEFAULT_CRON_LEASE_TTL_MS, DUE_BATCH, storeBatches } from '../../src/server/cron-service.js';
+import { CRON_LEASE, CronService, DEFAULT_CRON_LEASE_TTL_MS, DUE_BATCH, FIRE_GROUP, FIRE_IN_FLIGHT, storeBatches } from '../../src/server/cron-service.js';
 import { MAX_FIRE_SCHEDULES, MAX_FIRE_TASKS, type FireBatch, type ScheduleFiring } from '../../src/store/schedules.js';
 import { openSqliteStore, type SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import type { ScheduleSpec, Store } from '../../src/store/store.js';
@@ -60,7 +60,8 @@ describe('cron service: batched firing (fake clock, SQLite)', () => {
   }
   const taskCount = async () => Object.values(await bare.countTasksByState()).reduce((a, b) => a + b, 0);
 
-  it(`1,200 schedules due at the same second fire in one pass, one store transaction per ${DUE_BATCH} of them`, async () => {
+  it(`1,200 schedules due at the same second fire in one pass, read ${DUE_BATCH} at a time, one store transaction per ${FIRE_GROUP} of them`, async () => {
+    assert.equal(DUE_BATCH, 2 * FIRE_GROUP, 'the counts below assume a due batch of two store batches');
     await addMany(1200);
     const cron = new CronService(store, clock, quiet, { holder: 's1' });
     clock.set(T0 + MIN);
@@ -73,6 +74,53 @@ describe('cron service: batched firing (fake clock, SQLite)', () => {
     clock.set(T0 + 2 * MIN);
     await cron.tick();
     assert.equal(await taskCount(), 2400);
+    cron.stop();
+  });
+
+  it(`a due batch's store batches are in flight together, ${FIRE_IN_FLIGHT} at most`, async () => {
+    await addMany(2 * DUE_BATCH + 1);
+    let inFlight = 0;
+    let most = 0;
+    const counting = Object.assign(Object.create(store) as Store, {
+      fireSchedules: async (b: FireBatch) => {
+        most = Math.max(most, ++inFlight);
+        try {
+          return await store.fireSchedules(b);
+        } finally {
+          inFlight--;
+        }
+      },
+    });
+    const cron = new CronService(counting, clock, quiet, { holder: 's1' });
+    clock.set(T0 + MIN);
+    await cron.tick();
+    assert.equal(cron.stats.fired, 2 * DUE_BATCH + 1);
+    assert.equal(await taskCount(), 2 * DUE_BATCH + 1);
+    assert.equal(most, FIRE_IN_FLIGHT);
+    assert.deepEqual(batches.map((b) => b.requests.length), [FIRE_GROUP, FIRE_GROUP, FIRE_GROUP, FIRE_GROUP, 1]);
+    cron.stop();
+  });
+
+  it('a lease taken over while two store batches are in flight: neither fires, the service stops leading, no later batch is tried', async () => {
+    await addMany(DUE_BATCH + 10);
+    const cron = new CronService(store, clock, quiet, { holder: 's1' });
+    clock.set(T0 + MIN - 100);
+    await cron.tick(); // takes the lease; nothing is due yet
+    assert.equal(cron.leading, true);
+    clock.set(T0 + MIN);
+    let first = true;
+    onFire = () => {
+      if (!first) return;
+      first = false;
+      // Another server takes the expired lease; its write is queued before the two firings'.
+      void bare.acquireLeadershipEpoch(CRON_LEASE, 's2', T0 + MIN + DEFAULT_CRON_LEASE_TTL_MS + 1, DEFAULT_CRON_LEASE_TTL_MS);
+    };
+    cron.kick();
+    await cron.whenIdle();
+    assert.equal(cron.leading, false);
+    assert.equal(cron.stats.fired, 0);
+    assert.equal(await taskCount(), 0);
+    assert.deepEqual(batches.map((b) => b.requests.length), [FIRE_GROUP, FIRE_GROUP], 'the due batch after them was not tried');
     cron.stop();
   });
 
@@ -134,5 +182,11 @@ describe('cron service: batched firing (fake clock, SQLite)', () => {
     assert.deepEqual(storeBatches(many).map((b) => b.length), [MAX_FIRE_SCHEDULES, 5]);
     const big = [req(600), req(300), req(200), req(MAX_FIRE_TASKS), req(1)];
     assert.deepEqual(storeBatches(big).map((b) => b.map((p) => p.request.fire.length)), [[600, 300], [200], [MAX_FIRE_TASKS], [1]]);
+    // A smaller schedule limit; one above fireSchedules' own is capped at it.
+    assert.deepEqual(storeBatches(many, 400).map((b) => b.length), [400, 400, MAX_FIRE_SCHEDULES + 5 - 800]);
+    assert.deepEqual(storeBatches(many, MAX_FIRE_SCHEDULES * 2).map((b) => b.length), [MAX_FIRE_SCHEDULES, 5]);
+    assert.deepEqual(storeBatches(big, 1).map((b) => b.length), [1, 1, 1, 1, 1]);
+    assert.throws(() => storeBatches(many, 0), /maxSchedules/);
+    assert.throws(() => storeBatches(many, 1.5), /maxSchedules/);
   });
 });
