@@ -44,13 +44,6 @@ import type { Logger } from './scheduler.js';
 export const CRON_LEASE = 'cron';
 export const DEFAULT_CRON_TICK_MS = 1000;
 export const DEFAULT_CRON_LEASE_TTL_MS = 5000;
-/**
- * Due schedules read and planned together per batch; a full batch is
- * followed by another. A batch is fired as store batches (fireSchedules, one
- * transaction each) of at most FIRE_GROUP schedules and MAX_FIRE_TASKS tasks,
- * FIRE_IN_FLIGHT of them at once.
- */
-export const DUE_BATCH = 1000;
 /** Schedules per store batch at most (storeBatches). */
 export const FIRE_GROUP = 500;
 /**
@@ -69,6 +62,14 @@ export const FIRE_GROUP = 500;
  * faster than one.
  */
 export const FIRE_IN_FLIGHT = 2;
+/**
+ * Due schedules read and planned together per batch; a full batch is
+ * followed by another. A batch is fired as store batches (fireSchedules, one
+ * transaction each) of at most FIRE_GROUP schedules and MAX_FIRE_TASKS tasks,
+ * FIRE_IN_FLIGHT of them at once: one round of store batches per due batch
+ * (more when its catch-up bursts make more than MAX_FIRE_TASKS tasks).
+ */
+export const DUE_BATCH = FIRE_GROUP * FIRE_IN_FLIGHT;
 /** Batches per pass at most, so one pass cannot hold the loop forever; the next pass goes on. */
 const MAX_BATCHES = 64;
 /** Plans per schedule per pass when the store answers `stale` (another writer moved it). */
