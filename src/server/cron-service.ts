@@ -33,6 +33,7 @@
 import type { Clock } from '../core/clock.js';
 import { ConflictError, InvalidInputError } from '../core/errors.js';
 import { newTaskId } from '../core/ids.js';
+import { MAX_TIMEOUT_MS } from '../core/long-timeout.js';
 import { parseSchedule, type Schedule } from '../core/cron/schedule.js';
 import { planDue, type DuePlan } from '../core/cron/plan-due.js';
 import { CRON_ACTOR, MAX_FIRE_SCHEDULES, type ActiveRun, MAX_FIRE_TASKS, type FireLeader, type FireResult, type ScheduleFiring, type ScheduleRecord } from '../store/schedules.js';
@@ -82,8 +83,6 @@ const MAX_REPLANS = 3;
 export const ACTIVE_SCAN = 100;
 /** When something is still due after a pass (a failing schedule), the next pass waits this long. */
 const RETRY_MS = 1000;
-/** setTimeout's maximum delay. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
 
 export interface CronServiceOptions {
   /** This server's name in the lease (unique per server process on a multi-server store). */
@@ -266,7 +265,7 @@ export class CronService {
     if (next === null) return;
     const wait = next - this.clock.now();
     // Still due after a pass: came due during it (go on now), or failed to fire (logged: do not spin on it).
-    const delay = wait > 0 ? Math.min(wait, MAX_TIMER_MS) : this.failedInPass ? RETRY_MS : 0;
+    const delay = wait > 0 ? Math.min(wait, MAX_TIMEOUT_MS) : this.failedInPass ? RETRY_MS : 0;
     this.dueTimer = setTimeout(() => this.kick(), delay);
     this.dueTimer.unref();
   }

@@ -14,6 +14,7 @@
  */
 import type { Clock } from '../core/clock.js';
 import { mayExpireLeases } from '../core/lease.js';
+import { MAX_TIMEOUT_MS } from '../core/long-timeout.js';
 import type { ServerMessage } from '../core/protocol.js';
 import type { Attempt, Task } from '../core/task.js';
 import type { Store } from '../store/store.js';
@@ -322,7 +323,9 @@ export class Scheduler {
     if (this.stopped || at >= this.wakeAt) return;
     if (this.wakeTimer) clearTimeout(this.wakeTimer);
     this.wakeAt = at;
-    this.wakeTimer = setTimeout(() => void this.onWake(), Math.max(0, at - this.clock.now()));
+    // At most setTimeout's limit (a task may wait a year): a timer past it would fire after 1 ms and spin;
+    // an early wake promotes nothing and re-arms for the same time (promote()).
+    this.wakeTimer = setTimeout(() => void this.onWake(), Math.min(Math.max(0, at - this.clock.now()), MAX_TIMEOUT_MS));
   }
 
   private async onWake(): Promise<void> {

@@ -70,6 +70,7 @@
  */
 import { stat } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { setLongTimeout, type LongTimeout } from '../core/long-timeout.js';
 import { cwdProblemMessage, startFailureMessage } from '../core/start-failure.js';
 import { LOG_LIMITS, type AgentMessage, type AssignedAttempt } from '../core/protocol.js';
 import { LogPump } from './log-pump.js';
@@ -151,7 +152,8 @@ export class AttemptRun {
   private killError: string | null = null;
   private killDeadline = 0;
   private killTimer: NodeJS.Timeout | null = null;
-  private timeoutTimer: NodeJS.Timeout | null = null;
+  /** The task's timeout: a chain of timers (core/long-timeout.ts), since timeouts run up to 30 days. */
+  private timeoutTimer: LongTimeout | null = null;
   private leaderExited = false;
   private readonly killGraceMs: number;
   private readonly log: Logger;
@@ -277,13 +279,13 @@ export class AttemptRun {
     }
     if (spec.timeoutMs !== null && spec.timeoutMs !== undefined) {
       const ms = spec.timeoutMs;
-      this.timeoutTimer = setTimeout(() => this.kill('timed_out', `timed out after ${ms} ms`), ms);
+      this.timeoutTimer = setLongTimeout(() => this.kill('timed_out', `timed out after ${ms} ms`), ms);
     }
 
     const r = await child.exited;
     this.leaderExited = true;
     const durationMs = Date.now() - startedAt;
-    if (this.timeoutTimer) clearTimeout(this.timeoutTimer);
+    this.timeoutTimer?.clear();
     await this.reapGroup(pid);
     this.opts.groups?.remove(pid);
     await this.drainPipes();
@@ -357,7 +359,7 @@ export class AttemptRun {
   }
 
   private clearTimers(): void {
-    if (this.timeoutTimer) clearTimeout(this.timeoutTimer);
+    this.timeoutTimer?.clear();
     if (this.killTimer) clearTimeout(this.killTimer);
     this.timeoutTimer = null;
     this.killTimer = null;

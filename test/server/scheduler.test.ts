@@ -82,6 +82,21 @@ describe('scheduler', () => {
     assert.equal((await store.getAttempt(claim.attempt.id))!.state, 'lost');
   });
 
+  it('a wake a month away arms no timer past setTimeout\'s limit (Node would fire it after 1 ms, and the scheduler would spin)', async () => {
+    const warnings: Error[] = [];
+    const onWarning = (w: Error) => warnings.push(w);
+    process.on('warning', onWarning);
+    try {
+      sched.start();
+      sched.wakeAtTime(clock.now() + 30 * 86_400_000);
+      // A TimeoutOverflowWarning is emitted when the timer is made, and delivered on the next tick.
+      await new Promise((r) => setImmediate(r));
+      assert.deepEqual(warnings.filter((w) => w.name === 'TimeoutOverflowWarning').map((w) => w.message), []);
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
+
   it('ends expired leases in batches, all of them', async () => {
     const n = SWEEP_BATCH + 10;
     for (let i = 0; i < n; i++) {

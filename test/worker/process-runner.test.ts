@@ -112,6 +112,14 @@ for (const spawner of SPAWNERS) describe(`process runner (${spawner} spawner)`, 
     assert.equal(exists(-pgid), false, 'process group survived');
   });
 
+  it('a timeout past setTimeout\'s limit (30 days) does not fire early: the task runs to its end', async () => {
+    // Node turns a delay over 2^31 - 1 ms into 1 ms; the runner chains timers instead (core/long-timeout.ts).
+    const c = collect(spec({ command: 'sh', args: ['-c', 'sleep 0.2; echo done'], timeoutMs: 30 * 86_400_000 }), opts());
+    const r = await c.run.result;
+    assert.equal(r.outcome, 'succeeded', r.error ?? '');
+    assert.equal(c.text('stdout'), 'done\n');
+  });
+
   it('after a kill, waits for the group even when the leader exits at once', async () => {
     // The leader dies of SIGTERM; its child ignores it and must still be killed (SIGKILL at the end of the grace).
     const c = collect(spec({ command: 'sh', args: ['-c', '(trap "" TERM; exec sleep 100) & echo $!; wait'], timeoutMs: 150 }), opts());
