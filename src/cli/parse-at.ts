@@ -6,11 +6,11 @@
  *   2026-12-01T18:00:00Z       with a zone (Z or ±HH:MM): that instant
  * Anything else is a usage error naming the flag. Pure: `now` is given.
  */
+import { parseIsoInstant } from '../core/iso-instant.js';
 import { UsageError } from './usage-error.js';
 
 const CLOCK = /^([01]?\d|2[0-3]):([0-5]\d)(?::([0-5]\d))?$/;
 const LOCAL = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2}))?$/;
-const ZONED = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?([Zz]|[+-]\d{2}:?\d{2})$/;
 
 const HINT = 'expected HH:MM (the next such local time), a local YYYY-MM-DDTHH:MM, or an ISO 8601 time with a zone such as 2026-12-01T18:00:00Z';
 
@@ -18,6 +18,7 @@ const HINT = 'expected HH:MM (the next such local time), a local YYYY-MM-DDTHH:M
 export function parseAtFlag(raw: string, now: Date = new Date()): string {
   const s = raw.trim();
   let t: number;
+  let zoned: number | null;
   const c = CLOCK.exec(s);
   const l = LOCAL.exec(s);
   if (c) {
@@ -30,8 +31,11 @@ export function parseAtFlag(raw: string, now: Date = new Date()): string {
     // new Date() rolls 2026-02-30 over to March: refuse a date that is not on the calendar.
     if (d.getMonth() !== mo - 1 || d.getDate() !== da || d.getHours() !== h) throw new UsageError(`invalid --at "${raw}": no such local time`);
     t = d.getTime();
-  } else if (ZONED.test(s)) {
-    t = Date.parse(s);
+  } else if ((zoned = parseIsoInstant(s)) !== null) {
+    t = zoned;
+  } else if (/^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}.*([Zz]|[+-]\d{2}:?\d{2})$/.test(s)) {
+    // Shaped like a zoned time, but a field is off the calendar or the clock (2027-02-30, T24:00).
+    throw new UsageError(`invalid --at "${raw}": no such time`);
   } else {
     throw new UsageError(`invalid --at "${raw}": ${HINT}`);
   }

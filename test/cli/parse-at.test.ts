@@ -22,8 +22,11 @@ describe('parseAtFlag', () => {
     assert.equal(parseAtFlag('2026-12-01T18:00:00Z', now), '2026-12-01T18:00:00.000Z');
     assert.equal(parseAtFlag('2026-12-01T19:00:00+01:00', now), '2026-12-01T18:00:00.000Z');
   });
+  it('a zoned time off the calendar is refused as no such time, not rolled over to the next month', () => {
+    assert.throws(() => parseAtFlag('2027-02-30T00:00:00Z', now), /^UsageError: invalid --at "2027-02-30T00:00:00Z": no such time$/);
+  });
   it('anything else is a usage error naming --at', () => {
-    for (const bad of ['tomorrow', '25:00', '12:60', '2026-02-30T10:00', '', '1700000000000']) {
+    for (const bad of ['tomorrow', '25:00', '12:60', '2026-02-30T10:00', '', '1700000000000', '2027-02-30T00:00:00Z', '2027-04-31T10:00Z', '2027-01-01T24:00:00Z', '2027-01-01T10:00:00+25:00']) {
       assert.throws(() => parseAtFlag(bad, now), (e: unknown) => e instanceof UsageError && /^invalid --at /.test(e.message), bad);
     }
   });
