@@ -11,6 +11,9 @@ import { RETRY_LIMITS } from '../core/retry-policy.js';
 import { TASK_STATES } from '../core/task-state.js';
 
 const StringMap = Type.Record(Type.String({ minLength: 1, maxLength: 256 }), Type.String({ maxLength: 65536 }));
+/** A task's environment: at most MAX_ENV entries (with the 1 MiB body limit, what one exec() can carry). */
+export const MAX_ENV = 1000;
+const EnvMap = Type.Record(Type.String({ minLength: 1, maxLength: 256 }), Type.String({ maxLength: 65536 }), { maxProperties: MAX_ENV });
 /** Placement constraints: keys and values as labels, at most 64 of them (each one is checked against every worker's labels). */
 export const MAX_REQUIRES = 64;
 const RequiresMap = Type.Record(Type.String({ minLength: 1, maxLength: 256 }), Type.String({ maxLength: 65536 }), { maxProperties: MAX_REQUIRES });
@@ -50,7 +53,7 @@ export const SubmitBody = Type.Object(
         description: 'Run later: this long after the submit (integer milliseconds or a duration such as "90s", "5m", "1h30m"). At most 1 year. Not with runAt.',
       }),
     ),
-    env: Type.Optional(StringMap),
+    env: Type.Optional(EnvMap),
     timeout: Type.Optional(Duration),
     retry: Type.Optional(
       Type.Object(

@@ -59,10 +59,25 @@ function checkKeys(field: string, map: Record<string, string> | undefined): void
   }
 }
 
+/**
+ * Environment names: an entry reaches the process as NAME=VALUE, so a name
+ * with `=` would set a different variable (`{"A=B": "x"}` is A="B=x") and an
+ * empty one an entry no program can read. Any other character passes, as
+ * exec() allows; names the agent sets itself (DROVER_TASK_ID, ...) are
+ * overridden there (worker/task-env.ts).
+ */
+function checkEnvNames(env: Record<string, string> | undefined): void {
+  checkKeys('env', env);
+  for (const k of Object.keys(env ?? {})) {
+    if (k.includes('=')) throw new InvalidInputError('env', `names must not contain "=" (got "${k.slice(0, 64)}")`);
+  }
+}
+
 export function toTaskSpec(body: SubmitBody): TaskSpec {
   rejectNul(body);
   checkKeys('labels', body.labels);
   checkKeys('requires', body.requires);
+  checkEnvNames(body.env);
   if (body.command === undefined && body.script === undefined) throw new InvalidInputError('command', 'required: give "command" (with optional "args") or "script"');
   if (body.command !== undefined && body.script !== undefined) throw new InvalidInputError('script', 'give either "command" or "script", not both');
   if (body.args !== undefined && body.command === undefined) throw new InvalidInputError('args', 'only allowed with "command"');

@@ -152,6 +152,20 @@ describe('e2e: submit', () => {
     assert.match(show.stdout, /^requires:\s+gpu=h100,os=linux$/m);
   });
 
+  it('env names: one with "=" or an empty one is a 400 naming env, more than MAX_ENV entries too; nothing is stored', async () => {
+    const count = async () => (await c.api.req('GET', '/v1/stats/counts')).text;
+    const before = await count();
+    for (const env of [{ 'A=B': 'x' }, { '=Z': 'q' }, { '': 'y' }, Object.fromEntries(Array.from({ length: 1001 }, (_, i) => [`V${i}`, '1']))]) {
+      const r = await post(c, { command: 'env', env }, {});
+      assert.deepEqual([r.status, r.body.error.field], [400, 'env'], JSON.stringify(r.body));
+    }
+    const eq = await post(c, { command: 'env', env: { 'A=B': 'x' } }, {});
+    assert.match(eq.body.error.message, /must not contain "="/);
+    assert.equal(await count(), before);
+    const ok = await post(c, { command: 'env', env: Object.fromEntries(Array.from({ length: 1000 }, (_, i) => [`V${i}`, '1'])) }, {});
+    assert.equal(ok.status, 201, JSON.stringify(ok.body));
+  });
+
   it('attempt JSON never carries the fencing token', async () => {
     const r = await post(c, { command: 'sleep', args: ['60'], priority: 1000, requires: { probe: 'fencing' } }, {});
     assert.equal(r.status, 201);

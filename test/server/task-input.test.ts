@@ -28,6 +28,19 @@ describe('toTaskSpec: cwd', () => {
   });
 });
 
+describe('toTaskSpec: env names', () => {
+  it('a name with "=" or an empty name is refused naming env (it would set another variable, or one nobody can read)', () => {
+    for (const name of ['A=B', '=Z', 'A=', '']) {
+      const e = fieldOf(() => toTaskSpec({ command: 'env', env: { [name]: 'x' } }));
+      assert.equal(e.field, 'env', name);
+    }
+    assert.match(fieldOf(() => toTaskSpec({ command: 'env', env: { 'A=B': 'x' } })).reason, /must not contain "="/);
+  });
+  it('other names pass as given (exec() takes any name without "=")', () => {
+    assert.deepEqual(toTaskSpec({ command: 'env', env: { PATH_X: '1', 'my.var': '2', 'A B': '3' } }).env, { PATH_X: '1', 'my.var': '2', 'A B': '3' });
+  });
+});
+
 describe('toTaskSpec: the interpreter of a script', () => {
   it('none for a #! script (executed as a file), sh otherwise, the given one always', () => {
     assert.deepEqual(toTaskSpec({ script: '#!/usr/bin/env python3\nprint(1)\n' }).interpreter, []);
