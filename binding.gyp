@@ -1,6 +1,6 @@
 # The native spawner (native/spawn.c), the native reaper (native/reaper.c,
 # an executable), the heap trimmer and malloc arena limit (native/memory.c) and the work-directory
-# calls (native/work-dir.c), built by `npm install`
+# calls (native/work-dir.c), the /proc guard of the long-running commands (native/proc-guard.c), built by `npm install`
 # (package.json "install"). Linux only:
 # elsewhere there are no targets and the agent uses Node's child_process and
 # the reaper in JavaScript (src/worker/native-spawn.ts and
@@ -38,6 +38,17 @@
       "conditions": [
         ["OS=='linux'", {
           "sources": ["native/work-dir.c"],
+          "cflags": ["-std=gnu11", "-O2", "-Wall", "-Wextra", "-Wno-unused-parameter"]
+        }, {
+          "type": "none"
+        }]
+      ]
+    },
+    {
+      "target_name": "drover_guard",
+      "conditions": [
+        ["OS=='linux'", {
+          "sources": ["native/proc-guard.c"],
           "cflags": ["-std=gnu11", "-O2", "-Wall", "-Wextra", "-Wno-unused-parameter"]
         }, {
           "type": "none"

@@ -58,6 +58,7 @@ import { openInBrowser } from '../open-browser.js';
 import { applyHeapFlags, resumeYoungGrowth } from '../heap-flags.js';
 import { limitMallocArenas } from '../malloc-arenas.js';
 import { startMemoryTrim } from '../memory-trim.js';
+import { guardProcFiles } from '../proc-guard.js';
 import { clockTime, humanPinoDestination, isLogLevel, LOG_LEVELS, type LogLevel } from '../human-log.js';
 import { heldMessage, readHolder, removeHolder, writeHolder, type Holder } from '../server-holder.js';
 import { snapshotDir } from '../created-paths.js';
@@ -249,6 +250,9 @@ export function devCommand(): Command {
       const refusal = (holder: Holder | null) => new Error(heldMessage(cfg.dir, dbPath, holder, 'stop that one first, or use another --dir'));
 
       limitMallocArenas(); // may start this command again in this process (execve), before anything is made
+      // Its environment and memory (the admin and worker tokens) out of reach of tasks run as the same user
+      // (proc-guard.ts); without the addon the process is as before (the agents warn).
+      guardProcFiles();
       applyHeapFlags();
       startMemoryTrim();
       // Before anything is created: a running holder (its lock confirms it), then the port.

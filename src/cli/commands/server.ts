@@ -15,6 +15,7 @@ import { listenError } from '../listen-error.js';
 import { applyHeapFlags, resumeYoungGrowth } from '../heap-flags.js';
 import { limitMallocArenas } from '../malloc-arenas.js';
 import { startMemoryTrim } from '../memory-trim.js';
+import { guardProcFiles } from '../proc-guard.js';
 import { isLogLevel, LOG_LEVELS } from '../human-log.js';
 import { heldMessage, readHolder, removeHolder, writeHolder } from '../server-holder.js';
 
@@ -73,6 +74,9 @@ export function serverCommand(): Command {
       if (!isLogLevel(flags.logLevel)) throw new UsageError(`invalid --log-level "${flags.logLevel.slice(0, 40)}": expected one of ${LOG_LEVELS.join(', ')}`);
       if (!flags.host.trim()) throw new UsageError('invalid --host "": expected an address such as 127.0.0.1 or 0.0.0.0');
       limitMallocArenas(); // may start this command again in this process (execve), before anything is made
+      // Its environment (DROVER_ADMIN_TOKEN, a database password) out of reach of tasks run as the same user
+      // (proc-guard.ts); without the addon the process is as before (the agents warn).
+      guardProcFiles();
       ensureSqliteDir(db);
       const file = sqliteFile(db);
 

@@ -27,6 +27,7 @@ import { collect, parseDurationFlag, parseHttpUrl, parseIntFlag, parseKeyValues 
 import { onShutdown } from '../signals.js';
 import { applyHeapFlags, resumeYoungGrowth } from '../heap-flags.js';
 import { startMemoryTrim } from '../memory-trim.js';
+import { guardProcFiles, hideArgvSecrets } from '../proc-guard.js';
 import { UsageError } from '../usage-error.js';
 import { isLogLevel, LOG_LEVELS, type LogLevel } from '../human-log.js';
 import { plural } from '../plural.js';
@@ -155,9 +156,13 @@ export function workerCommand(): Command {
     .action(async (flags: WorkerFlags, cmd: Command) => {
       // `--token` is also a global option; commander gives it to the program, so read both.
       const cfg = buildWorkerConfig(flags, cmd.optsWithGlobals<GlobalOptions>().token, process.env);
+      // Before any task runs: its token out of ps and out of the tasks' reach through /proc (proc-guard.ts).
+      hideArgvSecrets();
+      const unguarded = guardProcFiles();
       applyHeapFlags();
       startMemoryTrim();
       const logger = cfg.logFormat === 'human' ? await humanAgentLogger(cfg.logLevel) : await jsonAgentLogger(cfg.logLevel);
+      if (unguarded) logger.warn({ reason: unguarded }, 'this agent\'s /proc files stay readable by its tasks (they run as the same user and could read DROVER_TOKEN from /proc/<pid>/environ)');
       const { startAgent } = await import('../../worker/agent.js');
       const agent = await startAgent({
         servers: cfg.servers,
