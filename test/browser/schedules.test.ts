@@ -215,6 +215,14 @@ describe('browser: schedules page', () => {
       const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
       assert.ok(overflow <= 0, `the page scrolls sideways by ${overflow}px`);
       await screenshot(page, 'schedule-form-phone-dark');
+      // The list too: its visually hidden "Actions" header once widened the page past the table's scroll box.
+      const made = await c.api.req('POST', '/v1/schedules', { name: 'phone-width', schedule: '0 3 * * *', task: { command: 'true' } });
+      assert.equal(made.status, 201, made.text);
+      await page.goto(`${c.url}/schedules`);
+      await page.locator('tr[data-schedule="phone-width"]').waitFor();
+      const listOverflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      assert.ok(listOverflow <= 0, `the schedules list scrolls sideways by ${listOverflow}px`);
+      assert.equal((await c.api.req('DELETE', '/v1/schedules/phone-width')).status, 200);
       assert.deepEqual(phone.problems, []);
     } finally {
       await phone.close();
