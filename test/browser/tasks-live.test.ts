@@ -63,8 +63,10 @@ describe('browser: tasks, live', () => {
     await screenshot(page, 'submit-error');
     assert.equal((await c.api.req('GET', '/v1/tasks')).body.tasks.length, 0, 'nothing was created');
 
-    await timeout.fill('30s');
+    // A bare number is seconds, as the CLI's --timeout reads it (not the API's milliseconds).
+    await timeout.fill('30');
     assert.equal(await err.count(), 0, 'editing the field clears its message');
+    await page.getByLabel('First retry delay').fill('2');
     await page.getByLabel('Requires worker labels').fill('gate=open');
     await page.getByLabel('Environment').fill('GREETING=hi there');
     await page.getByRole('button', { name: 'Submit task' }).click();
@@ -74,6 +76,7 @@ describe('browser: tasks, live', () => {
     assert.equal(task.name, 'form-task');
     assert.deepEqual(task.args, ['-c', 'echo hello from the form']);
     assert.equal(task.timeoutMs, 30_000);
+    assert.equal(task.retry.baseDelayMs, 2_000);
     assert.deepEqual(task.requires, { gate: 'open' });
     assert.deepEqual(task.env, { GREETING: 'hi there' });
     await page.locator('.page-header [data-state="waiting"]').waitFor();

@@ -61,11 +61,11 @@ export function TaskSpecFields({ values: v, errorOf, onChange, nameLabel = 'Name
       </fieldset>
       <fieldset className="form-section form-grid">
         <legend>Limits and retries</legend>
-        <TextField {...common('timeout')} label="Timeout per attempt" hint="e.g. 30s, 5m, 1h30m; empty: none." placeholder="none" />
+        <TextField {...common('timeout')} label="Timeout per attempt" hint="e.g. 30 (seconds), 30s, 5m, 1h30m; empty: none." placeholder="none" />
         <TextField {...common('maxRetries')} label="Retries" hint="0..100; default 3." placeholder="3" inputMode="numeric" />
-        <TextField {...common('baseDelay')} label="First retry delay" hint="Default 1s." placeholder="1s" />
+        <TextField {...common('baseDelay')} label="First retry delay" hint="A bare number is seconds. Default 1s." placeholder="1s" />
         <TextField {...common('factor')} label="Backoff factor" hint="1..10; default 2." placeholder="2" inputMode="decimal" />
-        <TextField {...common('maxDelay')} label="Longest delay" hint="Default 1h." placeholder="1h" />
+        <TextField {...common('maxDelay')} label="Longest delay" hint="A bare number is seconds. Default 1h." placeholder="1h" />
         <TextField {...common('priority')} label="Priority" hint="−1000..1000, higher first; default 0." placeholder="0" inputMode="numeric" />
       </fieldset>
     </>

@@ -74,11 +74,15 @@ export function parsePairs(field: FieldName, text: string): Record<string, strin
   return any ? out : undefined;
 }
 
-/** A duration field: integer milliseconds when only digits, else the text ("30s"); the API parses it. */
-function duration(v: string): string | number | undefined {
+/**
+ * A duration field as the API's duration text; the API parses it. A bare
+ * number is seconds ("30" is "30s"), as the CLI's duration flags read it: the
+ * API's bare integer is milliseconds, which nobody typing into a form means.
+ */
+function duration(v: string): string | undefined {
   const t = v.trim();
   if (!t) return undefined;
-  return /^\d+$/.test(t) ? Number(t) : t;
+  return /^\d+(\.\d+)?$/.test(t) ? `${t}s` : t;
 }
 
 function number(v: string): number | undefined {
