@@ -12,7 +12,7 @@ import websocket from '@fastify/websocket';
 import swagger from '@fastify/swagger';
 import { installAuth } from './auth.js';
 import type { AppContext } from './context.js';
-import { handleError } from './error-handler.js';
+import { handleError, handleFrameworkError } from './error-handler.js';
 import { logChunkRoutes } from './routes/log-chunks.js';
 import { statsRoutes } from './routes/stats.js';
 import { streamRoutes } from './routes/stream.js';
@@ -64,6 +64,7 @@ export async function buildApp(
     bodyLimit: BODY_LIMIT,
     logger: { level: opts.logLevel ?? 'warn', ...(opts.logStream ? { stream: opts.logStream } : {}) },
     routerOptions: EXACT_ROUTING,
+    frameworkErrors: handleFrameworkError,
     schemaController: { compilersFactory: { buildSerializer: buildSerializerFactory(eager) } },
   });
   // Two validators: bodies are JSON and must have the exact types (no "3" for 3);
@@ -77,6 +78,9 @@ export async function buildApp(
   });
   app.decorateRequest('principal', null);
   app.setErrorHandler(handleError);
+  // Bodies are JSON only: a text/plain one is a 415 like any other type (error-handler.ts), not a string
+  // that then fails the schema as "must be object".
+  app.removeContentTypeParser('text/plain');
   app.setNotFoundHandler((req, reply) => {
     // A page or asset whose file @fastify/static did not find (it calls the not-found handler): the route's answer (503 or 404).
     if (answerMissingFile(req, reply)) return;

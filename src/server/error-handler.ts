@@ -101,3 +101,21 @@ export function handleError(this: unknown, err: FastifyError, req: FastifyReques
   req.log.error({ err }, 'internal error');
   void reply.code(500).send(errorBody('internal', 'internal server error'));
 }
+
+/**
+ * Errors the router raises before any route matches (Fastify's
+ * frameworkErrors), in the API's error shape rather than Fastify's own: a
+ * path segment longer than the router's 100 characters (414; no id or name
+ * is that long), or a URL it cannot decode (400). They come before
+ * authentication, as a 404 would with no route to decide it on, and depend on
+ * nothing stored.
+ */
+export function handleFrameworkError(err: FastifyError, _req: FastifyRequest, reply: FastifyReply): void {
+  if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') {
+    const reason = 'a path segment is longer than 100 characters';
+    void reply.code(414).send(errorBody('uri_too_long', `path: ${reason}`, { field: 'path', reason }));
+    return;
+  }
+  const reason = err.code === 'FST_ERR_BAD_URL' ? 'malformed URL' : err.message;
+  void reply.code(400).send(errorBody('invalid_input', `path: ${reason}`, { field: 'path', reason }));
+}

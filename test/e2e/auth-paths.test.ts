@@ -330,6 +330,17 @@ describe('e2e: authorization on the matched route, for every spelling and role',
     assert.equal(noRoute.status, 401);
   });
 
+  it('a path segment over 100 characters is a 414 and a malformed URL a 400, both in the API\'s error shape', async () => {
+    for (const role of ROLES) {
+      const long = await raw(c.url, 'GET', `/v1/tasks/${'w'.repeat(101)}`, tokens[role]);
+      assert.equal(long.status, 414, role);
+      assert.deepEqual(long.body, { error: { code: 'uri_too_long', message: 'path: a path segment is longer than 100 characters', field: 'path', reason: 'a path segment is longer than 100 characters' } });
+    }
+    const bad = await raw(c.url, 'GET', '/v1/tasks/%E0%A4%A', tokens.user);
+    assert.equal(bad.status, 400);
+    assert.equal(bad.body.error.field, 'path');
+  });
+
   it('a worker token never reaches a REST route, a user never an admin route (the 403 names the role)', async () => {
     const w = await raw(c.url, 'GET', '/v1/tasks', tokens.worker);
     assert.equal(w.status, 403);

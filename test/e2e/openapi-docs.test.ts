@@ -91,6 +91,10 @@ describe('e2e: the OpenAPI document and the API reference page', () => {
     const r415 = await get(c.url, '/v1/tasks', { ...auth, 'content-type': 'application/xml' }, 'POST', '<task/>');
     assert.equal(r415.status, 415, r415.text);
     documented('post', '/v1/tasks', 415);
+    // text/plain too (Fastify parses it as a string by default; the server takes JSON only).
+    const plain = await get(c.url, '/v1/tasks', { ...auth, 'content-type': 'text/plain' }, 'POST', '{"command":"echo"}');
+    assert.equal(plain.status, 415, plain.text);
+    assert.match(plain.text, /send Content-Type: application\/json/);
     const big = JSON.stringify({ command: 'true', args: ['x'.repeat(1024 * 1024)] });
     const r413 = await get(c.url, '/v1/tasks', { ...auth, 'content-type': 'application/json' }, 'POST', big);
     assert.equal(r413.status, 413);
