@@ -177,6 +177,14 @@ describe('e2e: DAGs and runs are their owner\'s', () => {
     assert.equal(cancel.stdout, `run ${runId} cancelled\n`);
   });
 
+  it('a run needs no body (its params default); a body that is not an object is still a 400', async () => {
+    const none = await c.api.req('POST', '/v1/dags/private/runs', undefined, alice);
+    assert.equal(none.status, 201, none.text);
+    assert.equal((await c.api.req('POST', `/v1/dag-runs/${none.body.run.id}/cancel`, undefined, alice)).status, 200);
+    const bad = await c.api.req('POST', '/v1/dags/private/runs', [1], alice);
+    assert.deepEqual([bad.status, bad.body.error.field], [400, 'body']);
+  });
+
   it('a worker token is refused on every DAG route (403)', async () => {
     for (const [m, p] of [
       ['GET', '/v1/dags'],

@@ -143,6 +143,12 @@ export function dagRoutes(app: FastifyInstance, ctx: AppContext): void {
         body: Type.Optional(DagRunBody),
         response: { 201: DagRunEnvelope, ...errors },
       },
+      // The body is optional (docs/api.md), but a schema validates what there is, and no body is not an
+      // object: none is read as {} (no params), before validation.
+      preValidation: (req, _reply, done) => {
+        req.body ??= {};
+        done();
+      },
     },
     async (req, reply) => {
       const p = principalOf(req);
