@@ -86,9 +86,13 @@ export function toTaskSpec(body: SubmitBody): TaskSpec {
   const timeoutMs = duration('timeout', body.timeout, null, MAX_TIMEOUT_MS);
   if (timeoutMs === 0) throw new InvalidInputError('timeout', 'must be greater than 0');
   const r = body.retry ?? {};
-  const baseDelayMs = duration('retry.baseDelay', r.baseDelay, DEFAULT_RETRY_POLICY.baseDelayMs, RETRY_LIMITS.maxDelayMs)!;
-  const maxDelayMs = duration('retry.maxDelay', r.maxDelay, DEFAULT_RETRY_POLICY.maxDelayMs, RETRY_LIMITS.maxDelayMs)!;
-  if (maxDelayMs < baseDelayMs) throw new InvalidInputError('retry.maxDelay', 'must not be less than retry.baseDelay');
+  // A default never conflicts with what was given: a first delay of 2h alone raises the cap (default 1h)
+  // to 2h, a cap of 500ms alone lowers the first delay (default 1s) to 500ms. Only two given values can.
+  const givenBase = duration('retry.baseDelay', r.baseDelay, null, RETRY_LIMITS.maxDelayMs);
+  const givenMax = duration('retry.maxDelay', r.maxDelay, null, RETRY_LIMITS.maxDelayMs);
+  const baseDelayMs = givenBase ?? Math.min(DEFAULT_RETRY_POLICY.baseDelayMs, givenMax ?? Infinity);
+  const maxDelayMs = givenMax ?? Math.max(DEFAULT_RETRY_POLICY.maxDelayMs, baseDelayMs);
+  if (maxDelayMs < baseDelayMs) throw new InvalidInputError('retry.maxDelay', `must not be less than retry.baseDelay (${formatDuration(maxDelayMs)} < ${formatDuration(baseDelayMs)})`);
   return {
     name: body.name ?? body.command ?? 'script',
     kind: 'batch',

@@ -41,6 +41,22 @@ describe('toTaskSpec: env names', () => {
   });
 });
 
+describe('toTaskSpec: retry delays', () => {
+  it('a first delay alone raises the default cap to it; a cap alone lowers the default first delay to it', () => {
+    const big = toTaskSpec({ command: 'true', retry: { baseDelay: '2h' } }).retry;
+    assert.deepEqual([big.baseDelayMs, big.maxDelayMs], [7_200_000, 7_200_000]);
+    const small = toTaskSpec({ command: 'true', retry: { maxDelay: '500ms' } }).retry;
+    assert.deepEqual([small.baseDelayMs, small.maxDelayMs], [500, 500]);
+    const plain = toTaskSpec({ command: 'true', retry: { baseDelay: '10s' } }).retry;
+    assert.deepEqual([plain.baseDelayMs, plain.maxDelayMs], [10_000, 3_600_000], 'a first delay under the default cap keeps it');
+  });
+  it('two given values that conflict are a 400 naming retry.maxDelay, with both values', () => {
+    const e = fieldOf(() => toTaskSpec({ command: 'true', retry: { baseDelay: '2h', maxDelay: '1h' } }));
+    assert.equal(e.field, 'retry.maxDelay');
+    assert.match(e.reason, /must not be less than retry.baseDelay \(1h0m < 2h0m\)/);
+  });
+});
+
 describe('toTaskSpec: the interpreter of a script', () => {
   it('none for a #! script (executed as a file), sh otherwise, the given one always', () => {
     assert.deepEqual(toTaskSpec({ script: '#!/usr/bin/env python3\nprint(1)\n' }).interpreter, []);
