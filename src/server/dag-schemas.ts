@@ -14,7 +14,7 @@ import { TASK_ID_PATTERN } from '../core/ids.js';
 import { ResultSchema, SubmitBody, TASK_ID_PREFIX_PATTERN } from './schemas.js';
 import { TaskTemplateSchema } from './schedule-schemas.js';
 
-const DagName = Type.String({ minLength: 1, maxLength: 100, pattern: DAG_NAME_PATTERN, description: '1..100 of A-Z a-z 0-9 . _ -; unique per owner' });
+const DagName = Type.String({ minLength: 1, maxLength: 100, pattern: DAG_NAME_PATTERN, description: '1..100 of A-Z a-z 0-9 . _ -, not . or .. alone; unique per owner' });
 const Params = Type.Record(Type.String(), Type.String(), { description: 'KEY: value; keys [A-Za-z_][A-Za-z0-9_]*, at most 64' });
 
 /** A step: what to run (a task body), its dependencies and its condition. */

@@ -8,8 +8,9 @@ import { DAG_NAME_PATTERN } from '../core/dag/dag-definition.js';
 import { SubmitBody, TaskSchema } from './schemas.js';
 
 /** A schedule's name: unique per owner, safe in a URL path segment and a shell word. */
-export const SCHEDULE_NAME_PATTERN = '^[A-Za-z0-9._-]{1,100}$';
-const ScheduleName = Type.String({ minLength: 1, maxLength: 100, pattern: SCHEDULE_NAME_PATTERN, description: '1..100 of A-Z a-z 0-9 . _ -; unique per owner' });
+/** `.` and `..` alone are refused: they would be path segments that URL normalisation removes (/v1/schedules/..). */
+export const SCHEDULE_NAME_PATTERN = '^(?!\\.{1,2}$)[A-Za-z0-9._-]{1,100}$';
+const ScheduleName = Type.String({ minLength: 1, maxLength: 100, pattern: SCHEDULE_NAME_PATTERN, description: '1..100 of A-Z a-z 0-9 . _ -, not . or .. alone; unique per owner' });
 
 export const TaskTemplateBody = Type.Omit(SubmitBody, ['runAt', 'delay'], { additionalProperties: false });
 export type TaskTemplateBody = Static<typeof TaskTemplateBody>;

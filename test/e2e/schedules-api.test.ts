@@ -80,6 +80,8 @@ describe('schedules API', () => {
       ['maxCatchup 0', { maxCatchup: 0 }, 'maxCatchup', /1-1000/],
       ['maxCatchup too big', { maxCatchup: 1001 }, 'maxCatchup'],
       ['name with a slash', { name: 'a/b' }, 'name'],
+      ['name ..', { name: '..' }, 'name'],
+      ['name .', { name: '.' }, 'name'],
       ['name too long', { name: 'n'.repeat(101) }, 'name'],
       ['no command', { task: {} }, 'task.command'],
       ['runAt in the template', { task: { command: 'true', runAt: '2030-01-01T00:00:00Z' } }, 'task.runAt'],

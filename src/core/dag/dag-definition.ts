@@ -11,7 +11,8 @@ import type { TaskSpec } from '../task.js';
 import type { StepShape } from './dag-graph.js';
 
 /** DAG names, as schedule names: they appear in URLs and CLI arguments. */
-export const DAG_NAME_PATTERN = '^[A-Za-z0-9._-]{1,100}$';
+/** `.` and `..` alone are refused: they would be path segments that URL normalisation removes (/v1/dags/..). */
+export const DAG_NAME_PATTERN = '^(?!\\.{1,2}$)[A-Za-z0-9._-]{1,100}$';
 
 export interface DagStepSpec extends StepShape {
   task: TaskSpec;

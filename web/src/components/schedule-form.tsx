@@ -126,7 +126,7 @@ export function ScheduleForm({ onCreated }: { onCreated(schedule: Schedule): voi
     <form ref={errors.formRef} className="submit-form schedule-form" onSubmit={onSubmit} noValidate>
       <fieldset className="form-section">
         <legend>Schedule</legend>
-        <TextField {...own('name')} label="Name" hint="1..100 of A-Z a-z 0-9 . _ -; unique among your schedules. Runs are named after it unless the task has a name." placeholder="nightly-backup" />
+        <TextField {...own('name')} label="Name" hint="1..100 of A-Z a-z 0-9 . _ - (not . or .. alone); unique among your schedules. Runs are named after it unless the task has a name." placeholder="nightly-backup" />
         <TextField
           {...own('schedule')}
           label="Cron expression"
