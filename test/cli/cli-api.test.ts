@@ -279,7 +279,7 @@ describe('CLI against a fake API', () => {
         // First connection: part of the log, then the stream ends while the task still runs.
         return void res.end(follows === 1 ? 'line 1\nline' : 'line 1\nline 2\nline 3\n');
       }
-      sendJson(res, 200, { task: makeTask({ state: follows === 1 ? 'running' : 'succeeded' }), attempts: [], events: [] });
+      sendJson(res, 200, { task: makeTask({ state: follows === 1 ? 'running' : 'succeeded', attempts: 2 }), attempts: [], events: [] });
     });
     const r = await runCli(['logs', '-f', '--attempt', '2', TASK_ID], { env: env(), cwd });
     assert.equal(r.code, 0, r.stderr);
@@ -287,6 +287,18 @@ describe('CLI against a fake API', () => {
     assert.equal(follows, 2);
     const logReqs = api!.requests.filter((q) => q.path.endsWith('/logs'));
     assert.ok(logReqs.every((q) => q.query.get('follow') === '1' && q.query.get('attempt') === '2'));
+  });
+
+  it('logs --attempt N past the task\'s attempts: an error naming how many there are, exit 1, no log read', async () => {
+    await serve((req, res) => {
+      if (req.path.endsWith('/logs')) return void res.end('never');
+      sendJson(res, 200, { task: makeTask({ state: 'failed', attempts: 8 }), attempts: [], events: [] });
+    });
+    const r = await runCli(['logs', '--attempt', '50', TASK_ID], { env: env(), cwd });
+    assert.deepEqual([r.code, r.stdout, r.stderr], [1, '', `drover: task ${TASK_ID} has 8 attempts: no attempt 50\n`]);
+    assert.equal(api!.requests.filter((q) => q.path.endsWith('/logs')).length, 0);
+    const ok = await runCli(['logs', '--attempt', '8', TASK_ID], { env: env(), cwd });
+    assert.deepEqual([ok.code, ok.stdout], [0, 'never']);
   });
 
   it('logs without -f copies the log once', async () => {

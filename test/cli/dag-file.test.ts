@@ -95,6 +95,10 @@ describe('reading a DAG file', () => {
     refuses(() => parseDagText('etl.yaml', 'name: etl\nsteps: *nope\n'), /^etl\.yaml: .*nope/);
   });
 
+  it('refuses an alias inside its own anchor (a loop) as a file error, not a failed request', () => {
+    refuses(() => parseDagText('loop.yaml', 'name: x\nsteps: &s\n  - name: a\n    command: "true"\n    depends_on: *s\n'), /^loop\.yaml: an alias refers to a node that contains it \(a loop\)/);
+  });
+
   it('refuses an alias bomb (at most 100 aliases are expanded)', () => {
     let text = 'a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n';
     for (let i = 1; i < 8; i++) text += `a${i}: &a${i} [${Array(10).fill(`*a${i - 1}`).join(', ')}]\n`;

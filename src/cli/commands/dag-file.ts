@@ -88,11 +88,23 @@ export function parseDagText(name: string, raw: string, format: DagFileFormat = 
       // An alias to no anchor, or too many aliases: yaml says which.
       throw new DagFileError(`${safeText(name)}: ${(e as Error).message}`);
     }
+    // An alias inside its own anchor's node (`steps: &s [ {depends_on: *s} ]`) makes a loop no JSON can hold.
+    if (hasCycle(body)) throw new DagFileError(`${safeText(name)}: an alias refers to a node that contains it (a loop); a DAG file must be a tree`);
   }
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw new DagFileError(`${safeText(name)}: expected a mapping with the DAG's name and steps at the top (got ${describe(body)})`);
   }
   return { name, format, body, lineOf: (path) => lineOf(doc, lines, path) };
+}
+
+/** True when `value` contains itself (only an alias in YAML can do that). */
+function hasCycle(value: unknown, open = new Set<object>()): boolean {
+  if (typeof value !== 'object' || value === null) return false;
+  if (open.has(value)) return true;
+  open.add(value);
+  const found = Object.values(value).some((v) => hasCycle(v, open));
+  open.delete(value);
+  return found;
 }
 
 function parseJson(name: string, text: string, doc: Document, at: (offset: number) => string): unknown {

@@ -188,6 +188,15 @@ export function logsCommand(): Command {
       const attempt = flags.attempt !== undefined ? parseIntFlag('--attempt', flags.attempt, 1, 1_000_000) : undefined;
       const client = connect(cmd);
       const id = await resolveTaskId(client, rawId);
+      if (attempt !== undefined) {
+        // An attempt that does not exist and never will (the task ended, or no -f to wait for it) is an
+        // error, not an empty log.
+        const { task } = await client.getTask(id);
+        const ended = ['succeeded', 'failed', 'cancelled', 'skipped'].includes(task.state);
+        if (attempt > task.attempts && (!flags.follow || ended)) {
+          throw new Error(`task ${id} has ${task.attempts} attempt${task.attempts === 1 ? '' : 's'}: no attempt ${attempt}${ended ? '' : ' yet (-f waits for it)'}`);
+        }
+      }
       // Loaded here: ls and show do not need them at start-up.
       const [{ streamLogs, terminalFilter }, { waitOutcome }] = await Promise.all([import('../follow-logs.js'), import('../task-exit.js')]);
       // To a terminal, without the escape sequences and controls of the task's output; piped, byte for byte.
