@@ -50,7 +50,7 @@ describe('drover dag: bad input is refused before any request', () => {
     { args: ['dag', 'run', 'etl', '--param', 'NOEQUALS'], stderr: /^drover: invalid --param "NOEQUALS": expected KEY=VALUE$/ },
     { args: ['dag', 'run', 'etl', '--param', '9lives=1'], stderr: /^drover: invalid --param "9lives=1": a parameter name is a letter or "_"/ },
     { args: ['dag', 'run', 'etl', '--param', 'day=1', '--param', 'DAY=2'], stderr: /^drover: invalid --param "DAY=2": "DAY" and "day" are the same parameter/ },
-    { args: ['dag', 'run', 'e t l'], stderr: /^drover: invalid DAG name "e t l": expected 1\.\.100 of A-Z a-z 0-9 \. _ -$/ },
+    { args: ['dag', 'run', 'e t l'], stderr: /^drover: invalid DAG name "e t l": expected 1\.\.100 of A-Z a-z 0-9 \. _ -, not \. or \.\. alone$/ },
     { args: ['dag', 'run', 'etl', '--owner', ''], stderr: /^drover: invalid --owner "": expected a user name$/ },
     { args: ['dag', 'show', 'etl', '--version', '0'], stderr: /^drover: invalid --version "0": expected an integer 1\.\.2147483647$/ },
     { args: ['dag', 'show', 'etl', '--version', 'newest'], stderr: /^drover: invalid --version "newest"/ },

@@ -84,7 +84,7 @@ describe('dag flags', () => {
 
   it('names, --version, --limit, --owner', () => {
     assert.equal(parseDagName('etl.v2_x-y'), 'etl.v2_x-y');
-    assert.throws(() => parseDagName('a/b'), /^UsageError: invalid DAG name "a\/b": expected 1\.\.100 of A-Z a-z 0-9 \. _ -$/);
+    assert.throws(() => parseDagName('a/b'), /^UsageError: invalid DAG name "a\/b": expected 1\.\.100 of A-Z a-z 0-9 \. _ -, not \. or \.\. alone$/);
     assert.throws(() => parseDagName(''), /invalid DAG name ""/);
     assert.equal(parseVersionFlag(undefined), undefined);
     assert.equal(parseVersionFlag('3'), 3);
