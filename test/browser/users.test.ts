@@ -55,6 +55,12 @@ describe('browser: a user sees only their own tasks', () => {
     assert.equal(await page.getByTestId('count-succeeded').innerText(), '1');
     await screenshot(page, 'overview-phone-dark');
     assert.deepEqual(tab.problems, []);
+
+    // A list the server refuses (a user asking for another owner's tasks): its error, and no placeholder rows left under it.
+    await page.goto(`${c.url}/tasks?owner=admin`);
+    await page.getByRole('alert').getByText('Could not load tasks').waitFor();
+    assert.equal(await page.locator('.skeleton-row').count(), 0);
+    tab.problems.length = 0; // the refused request, as the browser logs it
   });
 
   it('the live stream brings the user’s new tasks and never an admin’s', async () => {

@@ -33,7 +33,8 @@ export function TasksPage() {
       />
       <TaskFilters filter={filter} isAdmin={me.role === 'admin'} onChange={setFilter} />
       {q.isError && <ErrorNotice error={q.error} retry={() => void q.refetch()} title="Could not load tasks" />}
-      <TasksTable
+      {/* A failed first load shows the error alone: placeholders under it would say rows are still coming. */}
+      {!(q.isError && page === undefined) && <TasksTable
         tasks={page?.tasks}
         stale={page?.stale}
         fresh={page?.fresh}
@@ -51,7 +52,7 @@ export function TasksPage() {
             )}
           </EmptyState>
         }
-      />
+      />}
       <Pager
         hasNewer={hasNewer}
         canStepNewer={pageNumber > 1}
