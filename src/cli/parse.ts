@@ -34,6 +34,18 @@ export function parseIntFlag(flag: string, raw: string, min: number, max: number
   return n;
 }
 
+const SIZE_UNITS: Record<string, number> = { '': 1, b: 1, k: 1024, kib: 1024, m: 1024 ** 2, mib: 1024 ** 2, g: 1024 ** 3, gib: 1024 ** 3 };
+
+/** A size in bytes: a whole number with an optional unit, B, KiB, MiB or GiB (K, M, G the same; any case), in [min, max]. */
+export function parseSizeFlag(flag: string, raw: string, min: number, max: number): number {
+  const m = /^(\d{1,15})\s*([A-Za-z]*)$/.exec(raw.trim());
+  const unit = m ? SIZE_UNITS[m[2]!.toLowerCase()] : undefined;
+  const n = m && unit !== undefined ? Number(m[1]) * unit : NaN;
+  if (!Number.isSafeInteger(n)) throw new UsageError(`invalid ${flag} "${raw}": expected a size such as 100MiB, 512KiB or 1GiB (a bare number is bytes)`);
+  if (n < min || n > max) throw new UsageError(`invalid ${flag} "${raw}": must be ${min}..${max} bytes`);
+  return n;
+}
+
 /** A finite decimal number in [min, max]. */
 export function parseNumberFlag(flag: string, raw: string, min: number, max: number): number {
   const s = raw.trim();

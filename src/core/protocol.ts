@@ -183,6 +183,13 @@ export const LOG_LIMITS = {
   maxInFlightBytes: 1024 * 1024,
 } as const;
 
+/**
+ * Output an agent keeps of one attempt by default (`drover worker
+ * --max-log`): the rest is read and dropped after a marker line
+ * (worker/log-pump.ts), so one task cannot fill the server's disk.
+ */
+export const DEFAULT_MAX_LOG_BYTES = 100 * 1024 * 1024;
+
 /** A worker's labels (hello), as `drover worker --label` accepts them. */
 export const LABEL_LIMITS = { count: 64, keyLength: 256, valueLength: 1024 } as const;
 

@@ -69,7 +69,7 @@ import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { selfFencePlan } from '../core/lease.js';
-import { DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS, PROTOCOL_VERSION, type AgentMessage, type AssignedAttempt, type ServerMessage, type StopOrder } from '../core/protocol.js';
+import { DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS, DEFAULT_MAX_LOG_BYTES, LOG_LIMITS, PROTOCOL_VERSION, type AgentMessage, type AssignedAttempt, type ServerMessage, type StopOrder } from '../core/protocol.js';
 import { Connection } from './connection.js';
 import { HeldAttempt, type HeldRunnerOptions } from './held-attempt.js';
 import { silentLogger, type Logger } from './logger.js';
@@ -105,6 +105,8 @@ export interface AgentOptions {
   executor?: Executor;
   /** SIGTERM → SIGKILL grace. Default 5000. Self-fencing may use less (core/lease.ts). */
   killGraceMs?: number;
+  /** Output kept per attempt, in bytes; the rest is dropped after a marker line (log-pump.ts). Default DEFAULT_MAX_LOG_BYTES. */
+  maxLogBytes?: number;
   /**
    * Names of the agent's environment variables passed on to tasks (when set):
    * `drover worker --pass-env NAME`. Tasks see nothing else of the agent's
@@ -223,6 +225,8 @@ class WorkerAgent implements Agent {
     if (!Number.isFinite(drainTimeoutMs) || drainTimeoutMs < 0) throw new RangeError('drainTimeoutMs must be a non-negative number of milliseconds');
     const killGraceMs = opts.killGraceMs ?? 5_000;
     if (!Number.isFinite(killGraceMs) || killGraceMs < 0) throw new RangeError('killGraceMs must be a non-negative number of milliseconds');
+    const maxLogBytes = opts.maxLogBytes ?? DEFAULT_MAX_LOG_BYTES;
+    if (!Number.isSafeInteger(maxLogBytes) || maxLogBytes < 1) throw new RangeError('maxLogBytes must be a positive whole number of bytes');
     // Read once: the agent's environment is not consulted again for tasks.
     const passEnv = passedEnv(opts.passEnv ?? [], process.env);
     this.drainTimeoutMs = drainTimeoutMs;
@@ -260,7 +264,8 @@ class WorkerAgent implements Agent {
       this.spares.fill();
     }
     const workDirs = this.spares ? { workDirs: this.spares } : {};
-    this.runner = { workDir: opts.workDir, ...workDirs, killGraceMs, logger: this.log, executor, passEnv, workerId: this.workerId, ...(groups ? { groups } : {}) };
+    const logLimits = { ...LOG_LIMITS, maxKeptBytes: maxLogBytes };
+    this.runner = { workDir: opts.workDir, ...workDirs, killGraceMs, logLimits, logger: this.log, executor, passEnv, workerId: this.workerId, ...(groups ? { groups } : {}) };
     this.conn.start();
   }
 

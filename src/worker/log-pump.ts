@@ -20,6 +20,11 @@
  *   buffer (its highWaterMark + one 64 KiB read) + the kernel pipe buffer.
  * - The unacked window is also capped in chunks (`maxUnackedChunks`): each
  *   chunk costs a message and some bookkeeping beyond its bytes.
+ * - At most `maxKeptBytes` of an attempt's output (both streams together)
+ *   are kept: the read that crosses it is cut there, one marker line on
+ *   stderr says so, and everything after is read and dropped (counted in
+ *   `droppedBytes`), so the task neither blocks on a full pipe nor fills the
+ *   server's disk: a task looping on `yes` is a log of the limit's size.
  * Work happens per 'readable' event, bounded by the room left, never in a
  * loop over an unbounded buffer, so the event loop stays free for heartbeats.
  */
@@ -38,6 +43,8 @@ export interface LogPumpOptions {
   maxInFlightBytes: number;
   /** Default 1024. */
   maxUnackedChunks?: number;
+  /** Output bytes kept per attempt; the rest is dropped after a marker line (default: no limit). */
+  maxKeptBytes?: number;
   /** Called when `next()` may return something new, or when the streams have closed. */
   onOutput?: () => void;
 }
@@ -54,6 +61,13 @@ export interface LogPumpStats {
   nextSeq: number;
   /** Highest seq acked; -1 before the first ack. */
   ackedSeq: number;
+  /** Output read past maxKeptBytes and dropped. */
+  droppedBytes: number;
+}
+
+/** The line that ends a log cut at `limit` bytes. */
+export function cutMarker(limit: number): string {
+  return `\n[drover: this attempt's output passed its log limit of ${limit} bytes; the rest was not kept]\n`;
 }
 
 interface Pending {
@@ -77,6 +91,9 @@ export class LogPump {
   private peak = 0;
   private read = 0;
   private pauses = 0;
+  /** Output bytes kept so far (the marker not counted), and past the limit, dropped. */
+  private kept = 0;
+  private dropped = 0;
   private readonly maxUnackedChunks: number;
   private resolveEnded!: () => void;
   /** Resolves when every attached stream has closed (EOF, error or destroy). */
@@ -84,6 +101,7 @@ export class LogPump {
 
   constructor(private readonly opts: LogPumpOptions) {
     if (opts.maxChunkBytes < 1 || opts.maxInFlightBytes < 1) throw new RangeError('log limits must be positive');
+    if (opts.maxKeptBytes !== undefined && !(opts.maxKeptBytes >= 1)) throw new RangeError('maxKeptBytes must be positive');
     this.maxUnackedChunks = opts.maxUnackedChunks ?? 1024;
   }
 
@@ -118,6 +136,7 @@ export class LogPump {
       pauseCount: this.pauses,
       nextSeq: this.seq,
       ackedSeq: this.acked,
+      droppedBytes: this.dropped,
     };
   }
 
@@ -217,6 +236,22 @@ export class LogPump {
 
   private add(stream: StreamName, buf: Buffer): void {
     this.read += buf.length;
+    const limit = this.opts.maxKeptBytes ?? Infinity;
+    if (this.kept + buf.length <= limit) {
+      this.kept += buf.length;
+      this.push(stream, buf);
+      return;
+    }
+    // The first byte past the limit (in this read, or in one after a read that ended exactly on it): the marker, once.
+    const keep = limit - this.kept;
+    if (keep > 0) this.push(stream, buf.subarray(0, keep));
+    if (this.dropped === 0) this.push('stderr', Buffer.from(cutMarker(limit)));
+    this.kept = limit;
+    this.dropped += buf.length - keep;
+  }
+
+  /** Queues `buf` as pending output: onto the last chunk when it is the same stream's and has room. */
+  private push(stream: StreamName, buf: Buffer): void {
     const max = this.opts.maxChunkBytes;
     const last = this.pending[this.pending.length - 1];
     if (last && last.stream === stream && last.bytes + buf.length <= max) {

@@ -100,7 +100,7 @@ export interface RunnerOptions {
   /** SIGTERM → SIGKILL grace. Default 5000. */
   killGraceMs?: number;
   /** Default LOG_LIMITS from the protocol. */
-  logLimits?: { maxChunkBytes: number; maxInFlightBytes: number };
+  logLimits?: { maxChunkBytes: number; maxInFlightBytes: number; maxKeptBytes?: number };
   /** Called once, synchronously after a successful spawn. */
   onStarted?: (pid: number) => void;
   /** `pump.next()` may have something new (or the pipes closed). */

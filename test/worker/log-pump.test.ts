@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { PassThrough } from 'node:stream';
 import { describe, it } from 'node:test';
-import { LogPump } from '../../src/worker/log-pump.js';
+import { cutMarker, LogPump } from '../../src/worker/log-pump.js';
 
 const PIPE_READ_BYTES = 64 * 1024;
 
@@ -37,6 +37,57 @@ describe('log pump', () => {
     err.end();
     await pump.ended;
     assert.equal(pump.drained, true);
+  });
+
+  it('keeps maxKeptBytes of output across both streams, cuts the read that crosses it, marks the cut once and drops the rest', async () => {
+    const pump = new LogPump({ maxChunkBytes: 64, maxInFlightBytes: 1 << 20, maxKeptBytes: 10 });
+    const out = new PassThrough();
+    const err = new PassThrough();
+    pump.attach(out, 'stdout');
+    pump.attach(err, 'stderr');
+    out.write('123456');
+    await ticks();
+    err.write('abcdef'); // crosses the limit: 'abcd' kept
+    await ticks();
+    out.write('x'.repeat(100_000)); // all dropped, and read: the writer is not held back
+    await ticks();
+    err.write('late');
+    out.end();
+    err.end();
+    await pump.ended;
+    const got: Record<string, string> = { stdout: '', stderr: '' };
+    for (let c = pump.next(); c; c = pump.next()) got[c.stream] += c.data.toString();
+    assert.deepEqual(got, { stdout: '123456', stderr: 'abcd' + cutMarker(10) });
+    assert.match(cutMarker(10), /passed its log limit of 10 bytes; the rest was not kept/);
+    assert.equal(pump.stats().droppedBytes, 2 + 100_000 + 4);
+    assert.equal(pump.stats().bytesRead, 6 + 6 + 100_000 + 4);
+    assert.equal(pump.drained, true);
+  });
+
+  it('a read that ends exactly on the limit keeps it all; the marker comes with the next byte', async () => {
+    const pump = new LogPump({ maxChunkBytes: 1024, maxInFlightBytes: 1 << 20, maxKeptBytes: 4 });
+    const out = new PassThrough();
+    pump.attach(out, 'stdout');
+    out.write('abcd');
+    await ticks();
+    out.end('e');
+    await pump.ended;
+    const got: Record<string, string> = { stdout: '', stderr: '' };
+    for (let c = pump.next(); c; c = pump.next()) got[c.stream] += c.data.toString();
+    assert.deepEqual(got, { stdout: 'abcd', stderr: cutMarker(4) });
+    assert.equal(pump.stats().droppedBytes, 1);
+  });
+
+  it('output under maxKeptBytes, or exactly at it, is kept whole with no marker', async () => {
+    const pump = new LogPump({ maxChunkBytes: 64, maxInFlightBytes: 1 << 20, maxKeptBytes: 8 });
+    const out = new PassThrough();
+    pump.attach(out, 'stdout');
+    out.end('12345678');
+    await pump.ended;
+    assert.equal(pump.next()?.data.toString(), '12345678');
+    assert.equal(pump.next(), null);
+    assert.equal(pump.stats().droppedBytes, 0);
+    assert.throws(() => new LogPump({ maxChunkBytes: 8, maxInFlightBytes: 8, maxKeptBytes: 0 }), /maxKeptBytes must be positive/);
   });
 
   it('keeps handed-out chunks until a cumulative ack, for re-sending', async () => {

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { LOG_LIMITS } from '../../src/core/protocol.js';
 import { runAttempt, whenCleanedUp } from '../../src/worker/process-runner.js';
+import { cutMarker } from '../../src/worker/log-pump.js';
 import { TASK_PATH } from '../../src/worker/task-env.js';
 import { collect, exists, spec, SPAWNERS, tempDir } from './helpers.js';
 
@@ -110,6 +111,16 @@ for (const spawner of SPAWNERS) describe(`process runner (${spawner} spawner)`, 
     assert.ok(child > 0);
     assert.equal(exists(child), false, 'background child survived');
     assert.equal(exists(-pgid), false, 'process group survived');
+  });
+
+  it('a task writing past the log limit runs to its end; the log is the limit\'s size plus the marker', async () => {
+    const limit = 256 * 1024;
+    const c = collect(spec({ command: 'sh', args: ['-c', 'head -c 8000000 /dev/zero; echo done >&2'] }), { ...opts(), logLimits: { ...LOG_LIMITS, maxKeptBytes: limit } });
+    const r = await c.run.result;
+    assert.equal(r.outcome, 'succeeded', r.error ?? '');
+    assert.equal(c.text('stdout').length, limit);
+    assert.equal(c.text('stderr'), cutMarker(limit), JSON.stringify(c.chunks.map((x) => [x.stream, x.data.length])));
+    assert.equal(c.run.pump.stats().droppedBytes, 8_000_000 - limit + 'done\n'.length);
   });
 
   it('a timeout past setTimeout\'s limit (30 days) does not fire early: the task runs to its end', async () => {

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { buildWorkerConfig } from '../../src/cli/commands/worker.js';
 import { UsageError } from '../../src/cli/usage-error.js';
+import { DEFAULT_MAX_LOG_BYTES } from '../../src/core/protocol.js';
 
 const base = { server: ['http://a'], logLevel: 'info' };
 const usage = (re: RegExp) => (err: unknown) => err instanceof UsageError && re.test(err.message);
@@ -37,5 +38,22 @@ describe('drover worker --label bounds', () => {
     assert.throws(() => buildWorkerConfig({ server: ['http://127.0.0.1:1'], label: [`${'k'.repeat(257)}=v`], logLevel: 'info' }, 'tok', {}), /invalid --label .*over 256 characters/);
     assert.throws(() => buildWorkerConfig({ server: ['http://127.0.0.1:1'], label: [`k=${'v'.repeat(1025)}`], logLevel: 'info' }, 'tok', {}), /invalid --label "k=\.\.\.": the value is over 1024/);
     assert.deepEqual(buildWorkerConfig({ server: ['http://127.0.0.1:1'], label: ['my key=a b'], logLevel: 'info' }, 'tok', {}).labels, { 'my key': 'a b' });
+  });
+});
+
+describe('worker config: --max-log', () => {
+  it('defaults to DEFAULT_MAX_LOG_BYTES; takes a size with a unit, a bare number as bytes', () => {
+    assert.equal(buildWorkerConfig(base, 't', {}).maxLogBytes, DEFAULT_MAX_LOG_BYTES);
+    assert.equal(buildWorkerConfig({ ...base, maxLog: '1GiB' }, 't', {}).maxLogBytes, 1024 ** 3);
+    assert.equal(buildWorkerConfig({ ...base, maxLog: '512k' }, 't', {}).maxLogBytes, 512 * 1024);
+    assert.equal(buildWorkerConfig({ ...base, maxLog: '2048' }, 't', {}).maxLogBytes, 2048);
+  });
+  it('refuses what is not a size, or outside 1 KiB..64 GiB, naming --max-log', () => {
+    for (const bad of ['', 'lots', '1.5MiB', '-1', '10TB', '1e6']) {
+      assert.throws(() => buildWorkerConfig({ ...base, maxLog: bad }, 't', {}), usage(/^invalid --max-log ".*": expected a size such as 100MiB/), bad);
+    }
+    for (const bad of ['1023', '65GiB']) {
+      assert.throws(() => buildWorkerConfig({ ...base, maxLog: bad }, 't', {}), usage(/^invalid --max-log ".*": must be 1024\.\.68719476736 bytes$/), bad);
+    }
   });
 });

@@ -20,10 +20,10 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Command } from '../commander.js';
 import { selfFencePlan } from '../../core/lease.js';
-import { DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS, LABEL_LIMITS } from '../../core/protocol.js';
+import { DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS, DEFAULT_MAX_LOG_BYTES, LABEL_LIMITS } from '../../core/protocol.js';
 import type { GlobalOptions } from '../context.js';
 import type { Logger } from '../../worker/logger.js';
-import { collect, parseDurationFlag, parseHttpUrl, parseIntFlag, parseKeyValues } from '../parse.js';
+import { collect, parseDurationFlag, parseHttpUrl, parseIntFlag, parseKeyValues, parseSizeFlag } from '../parse.js';
 import { onShutdown } from '../signals.js';
 import { applyHeapFlags, resumeYoungGrowth } from '../heap-flags.js';
 import { startMemoryTrim } from '../memory-trim.js';
@@ -49,6 +49,7 @@ interface WorkerFlags {
   id?: string;
   executor?: string;
   drainTimeout?: string;
+  maxLog?: string;
   passEnv?: string[];
   logLevel: string;
   logFormat?: string;
@@ -56,6 +57,9 @@ interface WorkerFlags {
 
 /** With the default lease and kill grace: when the agent stops its attempts if no heartbeat is confirmed (for --help). */
 const fence = selfFencePlan(0, DEFAULT_LEASE_MS, DEFAULT_KILL_GRACE_MS);
+
+/** Largest --max-log: 64 GiB. */
+const MAX_LOG_BYTES = 64 * 1024 ** 3;
 
 /** Longest --drain-timeout: one day. */
 const MAX_DRAIN_TIMEOUT_MS = 86_400_000;
@@ -69,6 +73,8 @@ export interface WorkerConfig {
   workDir: string;
   executor: Executor;
   drainTimeoutMs: number;
+  /** Output kept per attempt, in bytes (--max-log). */
+  maxLogBytes: number;
   /** Names of variables passed on to tasks (validated, deduplicated, in order). */
   passEnv: string[];
   logLevel: LogLevel;
@@ -107,6 +113,7 @@ export function buildWorkerConfig(flags: WorkerFlags, globalToken: string | unde
     throw new UsageError(`invalid DROVER_SPAWNER "${env.DROVER_SPAWNER.slice(0, 40)}": expected native or node (unset: the native spawner if it is built, else child_process)`);
   }
   const drainTimeoutMs = flags.drainTimeout !== undefined ? parseDurationFlag('--drain-timeout', flags.drainTimeout, MAX_DRAIN_TIMEOUT_MS) : DEFAULT_DRAIN_TIMEOUT_MS;
+  const maxLogBytes = flags.maxLog !== undefined ? parseSizeFlag('--max-log', flags.maxLog, 1024, MAX_LOG_BYTES) : DEFAULT_MAX_LOG_BYTES;
   const passEnv: string[] = [];
   for (const name of flags.passEnv ?? []) {
     const problem = passEnvNameProblem(name);
@@ -116,7 +123,7 @@ export function buildWorkerConfig(flags: WorkerFlags, globalToken: string | unde
   if (!isLogLevel(flags.logLevel)) throw new UsageError(`invalid --log-level "${flags.logLevel.slice(0, 40)}": expected one of ${LOG_LEVELS.join(', ')}`);
   const logFormat = flags.logFormat ?? defaultLogFormat(Boolean(process.stderr.isTTY));
   if (logFormat !== 'human' && logFormat !== 'json') throw new UsageError(`invalid --log-format "${logFormat.slice(0, 40)}": expected human or json`);
-  return { servers, token, slots, labels, workerId: flags.id, workDir, executor, drainTimeoutMs, passEnv, logLevel: flags.logLevel, logFormat };
+  return { servers, token, slots, labels, workerId: flags.id, workDir, executor, drainTimeoutMs, maxLogBytes, passEnv, logLevel: flags.logLevel, logFormat };
 }
 
 export function workerCommand(): Command {
@@ -130,6 +137,7 @@ export function workerCommand(): Command {
     .option('--id <id>', 'stable worker id (default: chosen by the agent)')
     .option('--executor <kind>', 'what runs attempts: process (the task\'s command) or noop (nothing; each attempt succeeds at once, for benchmarks and tests)', 'process')
     .option('--drain-timeout <duration>', 'on SIGTERM/SIGINT (or a server\'s drain), how long running attempts may finish before they are stopped and reported lost, e.g. 30s, 2m; a bare number is seconds (default: 30s)')
+    .option('--max-log <size>', `output kept of each attempt, e.g. 100MiB, 1GiB; past it the rest is dropped after a marker line (default: ${DEFAULT_MAX_LOG_BYTES / 1024 ** 2}MiB)`)
     .option('--pass-env <name>', 'pass this variable of the worker\'s environment on to tasks, when set (repeatable; never DROVER_TOKEN)', collect)
     .option('--log-level <level>', 'the least severe agent log lines written to stderr: error, warn, info (connections, drains) or debug (every attempt); silent for none', 'info')
     .option('--log-format <format>', 'human (HH:MM:SS lines) or json (one pino object a line, epoch-ms times); default human on a terminal, json otherwise')
@@ -172,6 +180,7 @@ export function workerCommand(): Command {
         workDir: cfg.workDir,
         executor: cfg.executor,
         drainTimeoutMs: cfg.drainTimeoutMs,
+        maxLogBytes: cfg.maxLogBytes,
         passEnv: cfg.passEnv,
         logger,
         ...(cfg.workerId !== undefined ? { workerId: cfg.workerId } : {}),
