@@ -95,6 +95,17 @@ describe('e2e: the OpenAPI document and the API reference page', () => {
     const plain = await get(c.url, '/v1/tasks', { ...auth, 'content-type': 'text/plain' }, 'POST', '{"command":"echo"}');
     assert.equal(plain.status, 415, plain.text);
     assert.match(plain.text, /send Content-Type: application\/json/);
+    // An action without a body schema takes none (or {}): anything else is a 400, and the action is not done.
+    const id = (JSON.parse((await get(c.url, '/v1/tasks', { ...auth, 'content-type': 'application/json' }, 'POST', JSON.stringify({ command: 'true', delay: '1h' }))).text) as { task: { id: string } }).task.id;
+    for (const [body, field] of [['{"reason":"x"}', 'reason'], ['[]', 'body'], ['null', 'body'], ['7', 'body']] as const) {
+      const r = await get(c.url, `/v1/tasks/${id}/cancel`, { ...auth, 'content-type': 'application/json' }, 'POST', body);
+      assert.equal(r.status, 400, `${body}: ${r.text}`);
+      assert.equal(JSON.parse(r.text).error.field, field, body);
+      assert.match(JSON.parse(r.text).error.reason, /^POST \/v1\/tasks\/:id\/cancel takes no body/);
+    }
+    assert.equal(JSON.parse((await get(c.url, `/v1/tasks/${id}`, auth)).text).task.state, 'ready', 'not cancelled');
+    const empty = await get(c.url, `/v1/tasks/${id}/cancel`, { ...auth, 'content-type': 'application/json' }, 'POST', '{}');
+    assert.equal(empty.status, 200, empty.text);
     const big = JSON.stringify({ command: 'true', args: ['x'.repeat(1024 * 1024)] });
     const r413 = await get(c.url, '/v1/tasks', { ...auth, 'content-type': 'application/json' }, 'POST', big);
     assert.equal(r413.status, 413);
