@@ -1,7 +1,8 @@
 /**
  * Human durations on the CLI and in the API: "500ms", "30s", "5m", "1h30m", "2d".
- * A bare integer is milliseconds. Returns null for anything else, so each caller
- * can name its own field in the error.
+ * A bare integer is milliseconds. Units go from the largest to the smallest,
+ * each at most once ("1h1h" and "30s1m" are refused: a typo, not a sum).
+ * Returns null for anything else, so each caller can name its own field in the error.
  */
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 const WHOLE = /^(?:\d+(?:\.\d+)?(?:ms|s|m|h|d))+$/;
@@ -13,7 +14,13 @@ export function parseDuration(input: string | number): number | null {
   if (/^\d+$/.test(s)) return Number(s);
   if (!WHOLE.test(s)) return null;
   let total = 0;
-  for (const m of s.matchAll(PART)) total += Number(m[1]) * UNIT_MS[m[2]!]!;
+  let previous = Infinity;
+  for (const m of s.matchAll(PART)) {
+    const unit = UNIT_MS[m[2]!]!;
+    if (unit >= previous) return null;
+    previous = unit;
+    total += Number(m[1]) * unit;
+  }
   return Number.isFinite(total) ? Math.round(total) : null;
 }
 

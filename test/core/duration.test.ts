@@ -48,6 +48,9 @@ describe('parseDuration', () => {
       '10 s',
       '1h 30m',
       '1h,30m',
+      '1h1h', // a unit twice: a typo, not a sum
+      '30s1m', // smaller before larger
+      '1s500ms1s',
       'Infinity',
       -1,
       Number.NaN,
