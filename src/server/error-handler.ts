@@ -63,9 +63,25 @@ export function errorBody(code: string, message: string, extra: Record<string, s
 /** The field and reason of a schema validation error (Fastify's `err.validation`), as the 400 answer names them. */
 export function describeValidation(err: { validation?: unknown[]; validationContext?: string }): { field: string; reason: string } {
   // Report the most specific error: ajv lists union branches before the union itself.
-  const first = (err.validation?.[0] ?? {}) as AjvError;
+  const all = (err.validation ?? []) as AjvError[];
+  const first = all[0] ?? {};
   const header = err.validationContext === 'headers' ? headerError(first) : null;
-  return { field: header?.field ?? fieldOf(first, err.validationContext), reason: header?.reason ?? reasonOf(first) };
+  return { field: header?.field ?? fieldOf(first, err.validationContext), reason: header?.reason ?? allowedValues(first, all) ?? reasonOf(first) };
+}
+
+/**
+ * "must be one of a, b, c" for a value outside a list (TypeBox's union of
+ * literals: one ajv `const` error per choice, at the same path; or `enum`),
+ * rather than ajv's "must be equal to constant", which names none of them.
+ */
+function allowedValues(first: AjvError, all: AjvError[]): string | null {
+  let values: unknown[] = [];
+  if (first.keyword === 'enum' && Array.isArray(first.params?.allowedValues)) values = first.params.allowedValues;
+  else if (first.keyword === 'const') {
+    values = all.filter((e) => e.keyword === 'const' && e.instancePath === first.instancePath).map((e) => e.params?.allowedValue);
+  }
+  if (values.length === 0) return null;
+  return `must be ${values.length === 1 ? '' : 'one of '}${values.map((v) => (typeof v === 'string' ? v : JSON.stringify(v))).join(', ')}`;
 }
 
 export function handleError(this: unknown, err: FastifyError, req: FastifyRequest, reply: FastifyReply): void {
