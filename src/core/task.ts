@@ -10,6 +10,9 @@ import type { TaskOutputs } from './task-outputs.js';
 
 export type TaskKind = 'batch';
 
+/** The longest inline script, in characters (code points, as the API's schema counts them). */
+export const MAX_SCRIPT_CHARS = 512 * 1024;
+
 /** What a user asks for. Either `command` (+ `args`, run without a shell) or `script` (+ `interpreter`). */
 export interface TaskSpec {
   name: string;

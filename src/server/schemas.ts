@@ -9,6 +9,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { TASK_ID_PATTERN } from '../core/ids.js';
 import { RETRY_LIMITS } from '../core/retry-policy.js';
 import { TASK_STATES } from '../core/task-state.js';
+import { MAX_SCRIPT_CHARS } from '../core/task.js';
 
 const StringMap = Type.Record(Type.String({ minLength: 1, maxLength: 256 }), Type.String({ maxLength: 65536 }));
 /** A task's environment: at most MAX_ENV entries (with the 1 MiB body limit, what one exec() can carry). */
@@ -34,7 +35,7 @@ export const SubmitBody = Type.Object(
     kind: Type.Optional(Type.Literal('batch')),
     command: Type.Optional(Type.String({ minLength: 1, maxLength: 4096 })),
     args: Type.Optional(Type.Array(Type.String({ maxLength: 65536 }), { maxItems: 1000 })),
-    script: Type.Optional(Type.String({ minLength: 1, maxLength: 512 * 1024 })),
+    script: Type.Optional(Type.String({ minLength: 1, maxLength: MAX_SCRIPT_CHARS })),
     interpreter: Type.Optional(
       Type.Array(Type.String({ minLength: 1, maxLength: 4096 }), {
         minItems: 1,

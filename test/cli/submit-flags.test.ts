@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { buildSubmitRequest, relativeCommandWarning } from '../../src/cli/commands/submit.js';
 import { UsageError } from '../../src/cli/usage-error.js';
+import { MAX_SCRIPT_CHARS } from '../../src/core/task.js';
 
 const noScript = (): string => assert.fail('no script expected');
 const usage = (re: RegExp) => (e: unknown) => e instanceof UsageError && re.test(e.message);
@@ -39,5 +40,15 @@ describe('submit: cwd, run later, script names', () => {
     assert.equal(relativeCommandWarning(['backup.sh'], {}), null);
     assert.equal(relativeCommandWarning(['/usr/bin/true'], {}), null);
     assert.equal(relativeCommandWarning([], { script: 'x.sh' }), null);
+  });
+});
+
+describe('submit: --script against the server\'s limits, named as the flag', () => {
+  it('an empty script, or one over MAX_SCRIPT_CHARS characters, is a usage error; one at the limit passes', () => {
+    assert.throws(() => buildSubmitRequest([], { script: 'empty.sh' }, () => ''), usage(/^invalid --script "empty\.sh": the script is empty$/));
+    assert.throws(() => buildSubmitRequest([], { script: 'big.sh' }, () => 'x'.repeat(MAX_SCRIPT_CHARS + 1)), usage(/^invalid --script "big\.sh": longer than 524288 characters/));
+    assert.equal(buildSubmitRequest([], { script: 'max.sh' }, () => 'x'.repeat(MAX_SCRIPT_CHARS)).script?.length, MAX_SCRIPT_CHARS);
+    // Counted in code points, as the server's schema counts: 300,000 emoji are 600,000 UTF-16 units but pass.
+    assert.equal(buildSubmitRequest([], { script: 'emoji.sh' }, () => '😀'.repeat(300_000)).script?.length, 600_000);
   });
 });

@@ -75,7 +75,11 @@ export function buildCreateScheduleRequest(name: string, argv: readonly string[]
   if (f.tz !== undefined) req.tz = schedule.tz;
   if (f.overlap !== undefined) req.overlap = policy<OverlapPolicy>('--overlap', f.overlap, parseOverlapPolicy);
   if (f.catchup !== undefined) req.catchup = policy<CatchupPolicy>('--catchup', f.catchup, parseCatchupPolicy);
-  if (f.maxCatchup !== undefined) req.maxCatchup = parseIntFlag('--max-catchup', f.maxCatchup, 1, MAX_CATCHUP_CAP);
+  if (f.maxCatchup !== undefined) {
+    req.maxCatchup = parseIntFlag('--max-catchup', f.maxCatchup, 1, MAX_CATCHUP_CAP);
+    // It caps what catch-up all runs; with none or latest it would be stored and do nothing.
+    if (req.catchup !== 'all') throw new UsageError('--max-catchup caps --catchup all; give --catchup all with it');
+  }
   if (f.dag !== undefined) {
     const dagName = parseDagName(f.dag, '--dag');
     if (argv.length > 0) throw new UsageError(`--dag ${safeText(dagName)} runs the DAG's steps; remove the command after -- (${safeText(argv[0]!)})`);
@@ -87,6 +91,7 @@ export function buildCreateScheduleRequest(name: string, argv: readonly string[]
   }
   if (f.param !== undefined) throw new UsageError('--param is a DAG run parameter; use it with --dag NAME');
   if (argv.length === 0 && f.script === undefined) throw new UsageError(`missing command: drover cron add ${safeText(name)} --schedule EXPR -- CMD [ARGS...] (or --script FILE, or --dag NAME)`);
+  if (f.taskName !== undefined && (f.taskName.length < 1 || f.taskName.length > 200)) throw new UsageError(`invalid --task-name "${safeText(f.taskName)}": expected 1..200 characters`);
   const { name: fileName, ...task } = buildSubmitRequest(argv, { ...f, name: f.taskName }, readScript);
   // Without --task-name the server names each run after the schedule (not after a --script file).
   req.task = f.taskName !== undefined ? { ...task, name: fileName } : task;

@@ -20,6 +20,7 @@ import path from 'node:path';
 import { Command } from '../commander.js';
 import { IDEMPOTENCY_KEY_PATTERN } from '../../client/client.js';
 import { RETRY_LIMITS } from '../../core/retry-policy.js';
+import { MAX_SCRIPT_CHARS } from '../../core/task.js';
 import type { SubmitTaskRequest } from '../../client/types.js';
 import { connect } from '../context.js';
 import { printJson, safeText } from '../output.js';
@@ -136,6 +137,11 @@ export function buildSubmitRequest(
   if (f.script !== undefined) {
     if (argv.length) throw new UsageError(`--script and a command are exclusive: got --script ${f.script} and command "${argv[0]}"`);
     req.script = readScript(f.script);
+    // The server's rules, said here with the flag and file named (not as a body field).
+    if (req.script === '') throw new UsageError(`invalid --script "${safeText(f.script)}": the script is empty`);
+    if (req.script.length > MAX_SCRIPT_CHARS && [...req.script].length > MAX_SCRIPT_CHARS) {
+      throw new UsageError(`invalid --script "${safeText(f.script)}": longer than ${MAX_SCRIPT_CHARS} characters; put a longer program in a file on the workers (or an artifact) and run it as a command`);
+    }
     // A task from a file is named after it (a script read from stdin keeps the server's default, "script").
     if (req.name === undefined && f.script !== '-') req.name = path.basename(f.script).slice(0, 200) || 'script';
     if (f.interpreter !== undefined) {
