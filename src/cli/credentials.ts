@@ -17,6 +17,7 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
+import { UsageError } from './usage-error.js';
 
 export const DEFAULT_URL = 'http://127.0.0.1:7070';
 export const CREDENTIALS_DIR = '.drover';
@@ -93,6 +94,11 @@ export function readCredentialsFile(path: string): CredentialsFile {
 
 export function resolveConnection(input: ResolveInput): Connection {
   const nonEmpty = (s: string | undefined) => (s !== undefined && s !== '' ? s : undefined);
+  // An empty variable counts as unset, as shells treat it; an empty flag was typed, and is refused
+  // rather than quietly replaced by the environment's or a file's value.
+  for (const flag of ['url', 'token'] as const) {
+    if (input.flags[flag] === '') throw new UsageError(`invalid --${flag} "": expected ${flag === 'url' ? 'a server URL' : 'an API token'} (leave the flag out to use env DROVER_${flag.toUpperCase()} or the stored credentials)`);
+  }
   const flagUrl = nonEmpty(input.flags.url);
   const flagToken = nonEmpty(input.flags.token);
   const envUrl = nonEmpty(input.env.DROVER_URL);

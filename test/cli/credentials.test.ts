@@ -23,6 +23,13 @@ describe('resolveConnection', () => {
   });
   after(() => rmSync(root, { recursive: true, force: true }));
 
+  it('an empty --url or --token is refused; an empty DROVER_URL or DROVER_TOKEN counts as unset', () => {
+    assert.throws(() => resolveConnection({ flags: { token: '' }, env: { DROVER_TOKEN: 'env-token' }, cwd: deep }), /^UsageError: invalid --token "": expected an API token/);
+    assert.throws(() => resolveConnection({ flags: { url: '' }, env: {}, cwd: deep }), /^UsageError: invalid --url "": expected a server URL/);
+    const c = resolveConnection({ flags: {}, env: { DROVER_TOKEN: '', DROVER_URL: '' }, cwd: deep });
+    assert.deepEqual([c.token, c.tokenSource], ['file-token', 'file']);
+  });
+
   it('falls back to the default url and no token', () => {
     const c = resolveConnection({ flags: {}, env: {}, cwd: root });
     assert.deepEqual(c, { url: DEFAULT_URL, token: null, urlSource: 'default', tokenSource: null, credentialsPath: null, urlPath: null, anyCredentials: false });

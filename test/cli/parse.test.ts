@@ -4,6 +4,7 @@ import { describe, it } from 'node:test';
 import { buildDevConfig } from '../../src/cli/commands/dev.js';
 import { buildSubmitRequest, idempotencyKeyOf, MISSING_COMMAND } from '../../src/cli/commands/submit.js';
 import { buildListQuery } from '../../src/cli/commands/tasks.js';
+import { parseTokenId } from '../../src/cli/commands/tokens.js';
 import { buildWorkerConfig } from '../../src/cli/commands/worker.js';
 import { DEFAULT_DRAIN_TIMEOUT_MS } from '../../src/worker/agent.js';
 import {
@@ -145,6 +146,8 @@ describe('other commands', () => {
   it('ls query', () => {
     assert.deepEqual(buildListQuery({ state: 'failed', name: 'n', limit: '10' }), { state: 'failed', name: 'n', limit: 10 });
     assert.throws(() => buildListQuery({ state: 'done' }), usage(/--state "done"/));
+    assert.throws(() => buildListQuery({ name: '' }), usage(/^invalid --name "": expected a name prefix$/));
+    assert.throws(() => buildListQuery({ owner: '' }), usage(/^invalid --owner "": expected a user name$/));
     assert.throws(() => buildListQuery({ limit: '501' }), usage(/--limit "501"/));
   });
   it('worker config: flags, env fallbacks, defaults', () => {
@@ -198,5 +201,15 @@ describe('other commands', () => {
     });
     assert.throws(() => buildDevConfig({ port: '70700', workers: '2', slots: '4', dir: 'd', logLevel: 'warn' }, '/'), usage(/--port/));
     assert.throws(() => buildDevConfig({ port: '7070', workers: '-1', slots: '4', dir: 'd', logLevel: 'warn' }, '/'), usage(/--workers/));
+  });
+});
+
+describe('token ids', () => {
+  it('16 hex digits in any case, lowered; anything else names the rule', () => {
+    assert.equal(parseTokenId('ABCDEF0123456789'), 'abcdef0123456789');
+    assert.equal(parseTokenId(' abcdef0123456789 '), 'abcdef0123456789');
+    for (const bad of ['', 'abc', 'abcdef012345678g', 'abcdef0123456789a', '../x']) {
+      assert.throws(() => parseTokenId(bad), usage(/^invalid token id ".*": expected the 16 hex digits drover token ls shows/), bad);
+    }
   });
 });

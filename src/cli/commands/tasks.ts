@@ -36,11 +36,17 @@ export function parseIdPrefix(flag: string, raw: string): string {
   return raw.toUpperCase();
 }
 
+function nonEmpty(flag: string, raw: string, what: string): string {
+  if (raw === '') throw new UsageError(`invalid ${flag} "": expected ${what}`);
+  return raw;
+}
+
 export function buildListQuery(f: LsFlags): ListTasksQuery {
   const q: ListTasksQuery = {};
   if (f.state !== undefined) q.state = parseTaskState('--state', f.state);
-  if (f.name !== undefined) q.name = f.name;
-  if (f.owner !== undefined) q.owner = f.owner;
+  // An empty filter would be dropped from the query string and match everything: refused, as --id "" is.
+  if (f.name !== undefined) q.name = nonEmpty('--name', f.name, 'a name prefix');
+  if (f.owner !== undefined) q.owner = nonEmpty('--owner', f.owner, 'a user name');
   if (f.id !== undefined) q.id = parseIdPrefix('--id', f.id);
   if (f.schedule !== undefined) q.schedule = parseScheduleName(f.schedule, '--schedule');
   if (f.limit !== undefined) q.limit = parseIntFlag('--limit', f.limit, 1, 500);

@@ -19,9 +19,11 @@ export function parseRole(raw: string): Role {
   return raw as Role;
 }
 
-function parseTokenId(raw: string): string {
-  if (!raw || raw.length > 200 || /[\s/?#]/.test(raw)) throw new UsageError(`invalid token id "${raw}"`);
-  return raw;
+/** A token id as `drover token ls` prints it: 16 hex digits, taken in any case. */
+export function parseTokenId(raw: string): string {
+  const id = raw.trim().toLowerCase();
+  if (!/^[0-9a-f]{16}$/.test(id)) throw new UsageError(`invalid token id "${safeText(raw.slice(0, 60))}": expected the 16 hex digits drover token ls shows in its ID column`);
+  return id;
 }
 
 export function tokenCommand(): Command {
