@@ -87,3 +87,14 @@ describe('parseSchedule', () => {
     assert.equal(parseSchedule({ expr: '* * * * *', tz: null }).tz, 'UTC');
   });
 });
+
+describe('time zone names', () => {
+  it('a zone written in another case is stored in the zone database\'s case; an alias stays the alias', () => {
+    assert.equal(parseSchedule({ expr: '0 3 * * *', tz: 'america/new_york' }).tz, 'America/New_York');
+    assert.equal(parseSchedule({ expr: '0 3 * * *', tz: 'EUROPE/BERLIN' }).tz, 'Europe/Berlin');
+    assert.equal(parseSchedule({ expr: '0 3 * * *', tz: 'utc' }).tz, 'UTC');
+    assert.equal(parseSchedule({ expr: '0 3 * * *', tz: 'America/New_York' }).tz, 'America/New_York');
+    // Intl would name EST America/Panama: a different-looking zone, so the name is kept.
+    assert.equal(parseSchedule({ expr: '0 3 * * *', tz: 'EST' }).tz, 'EST');
+  });
+});

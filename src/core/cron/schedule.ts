@@ -7,7 +7,7 @@
 import { InvalidInputError } from '../errors.js';
 import { checkCronGrammar } from './cron-grammar.js';
 import { compile, firstFireAfter } from './next-fire.js';
-import { DEFAULT_TZ, timeZoneProblem } from './time-zone.js';
+import { DEFAULT_TZ, timeZoneProblem, zoneNameCase } from './time-zone.js';
 
 export interface Schedule {
   readonly expr: string;
@@ -30,10 +30,11 @@ export interface ScheduleInput {
 export function parseSchedule(input: ScheduleInput): Schedule {
   if (typeof input.expr !== 'string' || input.expr.trim() === '') throw new InvalidInputError('schedule', 'a cron expression is required');
   const expr = input.expr.trim().split(/\s+/).join(' ');
-  const tz = input.tz ?? DEFAULT_TZ;
-  if (typeof tz !== 'string') throw new InvalidInputError('tz', 'expected an IANA time zone name');
-  const tzProblem = timeZoneProblem(tz);
+  const given = input.tz ?? DEFAULT_TZ;
+  if (typeof given !== 'string') throw new InvalidInputError('tz', 'expected an IANA time zone name');
+  const tzProblem = timeZoneProblem(given);
   if (tzProblem) throw new InvalidInputError('tz', tzProblem);
+  const tz = zoneNameCase(given);
 
   const grammar = checkCronGrammar(expr);
   if (!grammar.ok) throw new InvalidInputError('schedule', `"${expr}": ${grammar.reason}`);
