@@ -156,7 +156,8 @@ describe('e2e: drover dev on a first run', () => {
     const first = await startDev(['--port', '0', '--workers', '0'], cwd);
     let url = first.url;
     try {
-      assert.match(first.out(), /Another admin token: (npx )?drover token create --name NAME --role admin\./);
+      // Run from a directory outside the package: the banner names the package's own bin, not npx (cli-name.ts).
+      assert.match(first.out(), /Another admin token: (drover|node \S+\/bin\/drover\.js) token create --name NAME --role admin\./);
       const made = await run(['token', 'create', '--name', 'second-admin', '--role', 'admin'], cwd);
       assert.equal(made.code, 0, made.stderr);
       // Revoke the token credentials.json holds (with the other admin token: the CLI's own may refuse it).

@@ -235,7 +235,7 @@ export function devCommand(): Command {
     .option('--workers <n>', 'local worker agents, 0..64', '2')
     .option('--slots <n>', 'slots per worker, 1..1024', '4')
     .option('--dir <dir>', 'data directory (database, credentials, work dirs); one drover dev per directory', './.drover')
-    .option('--log-level <level>', `the least severe lines of the server and the workers shown here: ${LOG_LEVELS.join(', ')} (default warn: warnings and errors only)`, 'warn')
+    .option('--log-level <level>', `the least severe lines of the server and the workers shown here: ${LOG_LEVELS.join(', ')}; warn shows warnings and errors only`, 'warn')
     .option('--verbose', 'also print a line for every task that ends (succeeded, failed, cancelled)')
     .option('--open', 'open the dashboard\'s one-time sign-in link in a browser (xdg-open/open)')
     .addHelpText(
