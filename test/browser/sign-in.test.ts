@@ -117,6 +117,13 @@ describe('browser: sign-in and sign-out', () => {
     await other.page.getByText(/This sign-in link has expired or was already used/).waitFor();
     assert.equal(new URL(other.page.url()).hash, '');
     await other.page.getByLabel('API token').waitFor();
+    // A fresh link pasted into this open sign-in tab changes only the fragment (no page load): it still signs in.
+    const fresh = await c.api.req('POST', '/v1/login-codes');
+    await other.page.evaluate((hash) => {
+      window.location.hash = hash;
+    }, new URL(`${c.url}${fresh.body.path}`).hash);
+    await other.page.getByRole('heading', { name: 'Overview' }).waitFor();
+    assert.equal(new URL(other.page.url()).hash, '');
     assert.deepEqual(tab.problems, []);
     assert.deepEqual(other.problems, []);
     await other.close();

@@ -5,7 +5,7 @@
  * address bar and history before the code is used, so it is not left behind
  * in the history or copied along with the URL.
  */
-import { useEffect, useRef, useState, type FormEvent } from 'react';
+import { useEffect, useState, type FormEvent } from 'react';
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { Navigate, useNavigate, useSearchParams } from 'react-router';
 import { api } from '../api/endpoints';
@@ -15,14 +15,15 @@ import { useMe } from '../auth/use-me';
 import { safeNext } from '../auth/safe-next';
 import { useDocumentTitle } from '../hooks/use-document-title';
 
-/** Reads and removes `#code=` once per page load (StrictMode runs effects twice; the code is single-use). */
-let fragmentCode: string | null | undefined;
+/**
+ * Reads and removes `#code=` from the address: each code is taken once (it is
+ * single-use, and StrictMode runs effects twice), whether it came with the
+ * page or was pasted into an open sign-in tab later (hashchange).
+ */
 function takeFragmentCode(): string | null {
-  if (fragmentCode !== undefined) return fragmentCode;
   const m = /^#code=([A-Za-z0-9_-]{1,200})$/.exec(window.location.hash);
-  fragmentCode = m ? m[1]! : null;
   if (window.location.hash) history.replaceState(history.state, '', window.location.pathname + window.location.search);
-  return fragmentCode;
+  return m ? m[1]! : null;
 }
 
 export function SignInPage() {
@@ -34,7 +35,6 @@ export function SignInPage() {
   const next = safeNext(params.get('next'));
   const [token, setToken] = useState('');
   const [codeFailed, setCodeFailed] = useState<string | null>(null);
-  const usedCode = useRef(false);
 
   const signIn = useMutation({
     mutationFn: (cred: { token: string } | { code: string }) => api.signIn(cred),
@@ -47,13 +47,18 @@ export function SignInPage() {
   });
 
   useEffect(() => {
-    const code = takeFragmentCode();
-    if (!code || usedCode.current) return;
-    usedCode.current = true;
-    signIn.mutate(
-      { code },
-      { onError: (err) => setCodeFailed(err instanceof ApiError && err.status === 401 ? 'This sign-in link has expired or was already used. Sign in with your token, or ask `drover dev` for a new link.' : errorMessage(err)) },
-    );
+    const tryCode = () => {
+      const code = takeFragmentCode();
+      if (!code) return;
+      setCodeFailed(null);
+      signIn.mutate(
+        { code },
+        { onError: (err) => setCodeFailed(err instanceof ApiError && err.status === 401 ? 'This sign-in link has expired or was already used. Sign in with your token, or ask `drover dev` for a new link.' : errorMessage(err)) },
+      );
+    };
+    tryCode();
+    window.addEventListener('hashchange', tryCode);
+    return () => window.removeEventListener('hashchange', tryCode);
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, []);
 
