@@ -12,8 +12,8 @@
  *   SHORT_ID characters, that tells the listed tasks apart (any such
  *   prefix works as an id: resolve-task-id.ts), up to MAX_SHORT_ID; ids
  *   that still share their first SHORT_ID characters (tasks of one batch,
- *   made in the same millisecond, differ only at the end) are shown whole,
- *   so every row names its task (a shared prefix with `…` named none). Then NAME and
+ *   made in the same millisecond, differ only at the end) show those
+ *   characters and `…` (typed, that prefix lists the matches). Then NAME and
  *   WORKER are cut with an ellipsis. `wide` shows full ids and cuts nothing;
  *   `--json` always has the full ids.
  */
@@ -79,7 +79,7 @@ export function formatTaskTable(tasks: readonly Row[], opts: TaskTableOptions = 
   const short = (id: string): string => {
     if (unique <= MAX_SHORT_ID) return id.slice(0, unique);
     const p = id.slice(0, SHORT_ID);
-    return ids.some((o) => o !== id && o.startsWith(p)) ? id : p;
+    return ids.some((o) => o !== id && o.startsWith(p)) ? `${p}…` : p;
   };
   return render(tasks, opts, short, width);
 }

@@ -86,7 +86,8 @@ export async function buildApp(
   // clients send by default. Anything else is refused rather than ignored, as an unknown field is elsewhere.
   app.addHook('preValidation', async (req) => {
     const body: unknown = req.body;
-    if (req.routeOptions.schema?.body !== undefined || body === undefined) return;
+    // Unmatched requests (no url) go on to their 401 or 404, whatever they carry.
+    if (req.routeOptions.url === undefined || req.routeOptions.schema?.body !== undefined || body === undefined) return;
     if (typeof body === 'object' && body !== null && !Array.isArray(body) && Object.keys(body).length === 0) return;
     const first = typeof body === 'object' && body !== null && !Array.isArray(body) ? Object.keys(body)[0] : undefined;
     throw new InvalidInputError(first ?? 'body', `${req.method} ${req.routeOptions.url} takes no body${first !== undefined ? ' (unknown field)' : ''}`);

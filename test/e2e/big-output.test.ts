@@ -19,7 +19,8 @@ function peakMiB(pid: number): number {
 describe('e2e: large output', () => {
   let c: Cluster;
   before(async () => {
-    c = await startCluster({ workers: 1, slots: 1 });
+    // Above the agent's default log limit (100 MiB): this is about streaming, not the limit (process-runner.test.ts).
+    c = await startCluster({ workers: 1, slots: 1, workerArgs: ['--max-log', '1GiB'] });
   });
   after(async () => c?.close());
 

@@ -63,7 +63,7 @@ export function lsCommand(): Command {
     .option('--schedule <name>', 'only the runs of this schedule (yours; with --owner, that user\'s)')
     .option('--limit <n>', 'page size, 1..500 (default 50)')
     .option('--all', 'follow the cursors and list every matching task')
-    .option('--wide', 'full task ids, names and workers (default: fit the terminal, ids shortened to a prefix that tells the listed tasks apart, or whole where none of 16 characters does)')
+    .option('--wide', 'full task ids, names and workers (default: fit the terminal: ids shortened to a prefix that tells them apart, or, for ids of one batch alike in their first 16 characters, their first 12 and …)')
     .option('--json', 'print {"tasks": [...], "nextCursor": ...} as JSON (full ids)')
     .action(async (flags: LsFlags, cmd: Command) => {
       const query = buildListQuery(flags);
