@@ -183,6 +183,21 @@ export const LOG_LIMITS = {
   maxInFlightBytes: 1024 * 1024,
 } as const;
 
+/** The longest `error` an exit report may carry, in characters (code points, as the server's schema counts). */
+export const MAX_EXIT_ERROR_CHARS = 4096;
+
+/**
+ * `error` cut to MAX_EXIT_ERROR_CHARS (ending in `…`). An agent sends only
+ * this: a longer one (a start failure naming a 4,096-character cwd) is a
+ * protocol error at the server, which closes the connection, and the resent
+ * report would close the next one too.
+ */
+export function clampExitError(error: string | null): string | null {
+  if (error === null || error.length <= MAX_EXIT_ERROR_CHARS) return error;
+  const points = [...error];
+  return points.length <= MAX_EXIT_ERROR_CHARS ? error : `${points.slice(0, MAX_EXIT_ERROR_CHARS - 1).join('')}…`;
+}
+
 /**
  * Output an agent keeps of one attempt by default (`drover worker
  * --max-log`): the rest is read and dropped after a marker line

@@ -8,7 +8,7 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { Ajv } from 'ajv';
 import { FENCING_TOKEN_PATTERN } from '../core/ids.js';
-import { LABEL_LIMITS, LOG_LIMITS, MAX_MESSAGES_PER_FRAME, type AgentMessage } from '../core/protocol.js';
+import { LABEL_LIMITS, LOG_LIMITS, MAX_EXIT_ERROR_CHARS, MAX_MESSAGES_PER_FRAME, type AgentMessage } from '../core/protocol.js';
 import { OUTPUT_KEY_PATTERN, OUTPUT_LIMITS, taskOutputsProblem } from '../core/task-outputs.js';
 
 /**
@@ -68,7 +68,7 @@ const Exit = Type.Object(
     outcome: Type.Union(['succeeded', 'failed', 'timed_out', 'cancelled', 'lost', 'start_failed'].map((o) => Type.Literal(o))),
     exitCode: Type.Union([Type.Integer({ minimum: -(2 ** 31), maximum: 2 ** 31 - 1 }), Type.Null()]),
     signal: Type.Union([Text(32), Type.Null()]),
-    error: Type.Union([Text(4096), Type.Null()]),
+    error: Type.Union([Text(MAX_EXIT_ERROR_CHARS), Type.Null()]),
     durationMs: Type.Number({ minimum: 0, maximum: 1e13 }),
     // The shape here; the rules a schema cannot state (keys compared ignoring case, the
     // size as a file) in checkMessage, with core/task-outputs.ts, as the agent applied them.

@@ -25,7 +25,7 @@
  *   that a server answered: its lease runs until at least that + leaseMs on
  *   the server (core/lease.ts). The agent keeps it; see agent.ts.
  */
-import type { AgentMessage, AssignedAttempt } from '../core/protocol.js';
+import { clampExitError, type AgentMessage, type AssignedAttempt } from '../core/protocol.js';
 import { runNoop, type Executor } from './noop-executor.js';
 import { runAttempt, type AttemptResult, type AttemptRun, type KillOptions, type KillReason, type RunnerOptions } from './process-runner.js';
 
@@ -109,7 +109,7 @@ export class HeldAttempt {
     }
     if (this.result && pump.drained && !this.exitSent) {
       this.exitSent = true;
-      return { type: 'exit', attemptId, fencingToken, ...this.result };
+      return { type: 'exit', attemptId, fencingToken, ...this.result, error: clampExitError(this.result.error) };
     }
     return null;
   }

@@ -3,7 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { PROTOCOL_VERSION, type AgentMessage, type AssignedAttempt } from '../../src/core/protocol.js';
+import { clampExitError, MAX_EXIT_ERROR_CHARS, PROTOCOL_VERSION, type AgentMessage, type AssignedAttempt } from '../../src/core/protocol.js';
 import { startAgent, type AgentOptions } from '../../src/worker/agent.js';
 import { deadUrl, FakeServer, TOKEN, type FakeConn } from './fake-server.js';
 import { exists, tempDir, fencingToken } from './helpers.js';
@@ -151,6 +151,36 @@ describe('worker agent', { timeout: 30_000 }, () => {
       await agent.close();
       await server.close();
     }
+  });
+
+  it('a start failure naming a 4,096-character cwd is reported with its error cut to the protocol\'s limit (valid for the server)', async () => {
+    const server = await FakeServer.start();
+    const { agent, conn } = await connect(server);
+    try {
+      conn.autoAck = true;
+      const cwd = '/' + 'c'.repeat(4095);
+      const a = attempt({ command: 'true', cwd });
+      conn.send({ type: 'assign', attempt: a });
+      const exit = await conn.next('exit');
+      assert.equal(exit.outcome, 'start_failed');
+      assert.equal(exit.error!.length, MAX_EXIT_ERROR_CHARS);
+      assert.ok(exit.error!.startsWith("cannot start: the task's cwd /ccc"), exit.error!.slice(0, 80));
+      assert.ok(exit.error!.endsWith('…'));
+      assert.ok(parseAgentFrame(Buffer.from(JSON.stringify(exit)), false).ok, 'the server would refuse it and close the connection');
+    } finally {
+      await agent.close();
+      await server.close();
+    }
+  });
+
+  it('clampExitError: within the limit as it is; past it, cut to the limit in code points, ending in …', () => {
+    assert.equal(clampExitError(null), null);
+    assert.equal(clampExitError('x'.repeat(MAX_EXIT_ERROR_CHARS)), 'x'.repeat(MAX_EXIT_ERROR_CHARS));
+    const emoji = '😀'.repeat(MAX_EXIT_ERROR_CHARS); // twice as many UTF-16 units, as many code points
+    assert.equal(clampExitError(emoji), emoji);
+    const cut = clampExitError('😀'.repeat(MAX_EXIT_ERROR_CHARS + 1))!;
+    assert.equal([...cut].length, MAX_EXIT_ERROR_CHARS);
+    assert.ok(cut.endsWith('😀…'));
   });
 
   it('reports the outputs in its exit (valid for the server), and again after a reconnect until exit_ack', async () => {
