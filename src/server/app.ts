@@ -84,7 +84,13 @@ export async function buildApp(
   app.removeContentTypeParser('text/plain');
   // A route without a body schema (cancel, retry, pause, drain, ...) takes no body: none, or {} as many
   // clients send by default. Anything else is refused rather than ignored, as an unknown field is elsewhere.
-  app.addHook('preValidation', async (req) => {
+  app.addHook('preValidation', async (req, reply) => {
+    // A trailing slash after a list (/v1/tasks/) matches the item route with an empty id: no such path, as
+    // docs/api.md says of trailing slashes, rather than a 400 about a parameter the caller never wrote.
+    // (The dashboard's pages are left to the app, which shows its own "not found" for /tasks/.)
+    if (req.routeOptions.url?.startsWith('/v1/') && Object.values((req.params ?? {}) as Record<string, unknown>).some((v) => v === '')) {
+      return reply.code(404).send({ error: { code: 'not_found', message: `no route ${req.method} ${req.url.split('?')[0]}` } });
+    }
     const body: unknown = req.body;
     // Unmatched requests (no url) go on to their 401 or 404, whatever they carry.
     if (req.routeOptions.url === undefined || req.routeOptions.schema?.body !== undefined || body === undefined) return;

@@ -11,7 +11,8 @@
  *   params, querystring, headers or a body schema   400 (names the field)
  *   POST, PUT, PATCH, DELETE    400 (malformed JSON), 413 (body over the route's limit),
  *                               415 (a body that is not application/json)
- *   a path parameter (`:id`)    404 (no such thing, or not the caller's)
+ *   a path parameter (`:id`)    404 (no such thing, or not the caller's),
+ *                               414 (the parameter over the router's 100 characters)
  *
  * Statuses a route answers for reasons of its own (409, 410, 429) stay in the
  * route's schema. Every error status gets a description (the status's meaning
@@ -29,6 +30,7 @@ export const ERROR_DESCRIPTIONS: Readonly<Record<number, string>> = {
   409: 'Conflict with the current state (e.g. an Idempotency-Key reused with another body, a task in a state that does not allow this)',
   410: 'Gone: the cursor is older than the retained changes; re-read and resume from the head',
   413: "Body too large: over the route's limit (1 MiB; POST /v1/tasks/batch has its own)",
+  414: 'A path segment is over 100 characters (`error.field` is `path`)',
   415: 'Unsupported media type: send Content-Type: application/json',
   429: 'Too many requests: this token holds too many open streams',
   503: 'Unavailable: the store cannot answer right now (database unreachable, disk full); retry later',
@@ -54,7 +56,10 @@ export function layerStatuses(route: Pick<RouteOptions, 'method' | 'url' | 'sche
     out.add(413);
     out.add(415);
   }
-  if (route.url.includes('/:')) out.add(404);
+  if (route.url.includes('/:')) {
+    out.add(404);
+    out.add(414);
+  }
   return [...out].sort((a, b) => a - b);
 }
 

@@ -99,12 +99,14 @@ interface Route {
 const UNKNOWN_TASK = '01ARZ3NDEKTSV4RRFFQ69G5FAV';
 const UNKNOWN_TOKEN = '0123456789abcdef';
 const PEOPLE: Role[] = ['user', 'admin'];
-const TASK_BY_ID = { access: PEOPLE, ok: 400 }; // `/v1/tasks/` is GET /v1/tasks/:id with an empty id: 400
+const TASK_BY_ID = { access: PEOPLE, ok: 404 }; // `/v1/tasks/` is GET /v1/tasks/:id with an empty id: no such path (app.ts), 404
+/** `/v1/tasks/ID%2Flogs` is GET /v1/tasks/:id with the id `ID/logs`: malformed, 400. */
+const TASK_ID_MALFORMED = { access: PEOPLE, ok: 400 };
 const UNKNOWN_SCHEDULE = 'nosuch';
-const SCHEDULE_BY_NAME = { access: PEOPLE, ok: 400 }; // `/v1/schedules/` is GET /v1/schedules/:name with an empty name: 400
+const SCHEDULE_BY_NAME = { access: PEOPLE, ok: 404 }; // `/v1/schedules/` is GET /v1/schedules/:name with an empty name: 404
 const UNKNOWN_DAG = 'nosuch';
-const DAG_BY_NAME = { access: PEOPLE, ok: 400 }; // `/v1/dags/` is GET /v1/dags/:name with an empty name: 400
-const DAG_RUN_BY_ID = { access: PEOPLE, ok: 400 }; // `/v1/dag-runs/` is GET /v1/dag-runs/:id with an empty id: 400
+const DAG_BY_NAME = { access: PEOPLE, ok: 404 }; // `/v1/dags/` is GET /v1/dags/:name with an empty name: 404
+const DAG_RUN_BY_ID = { access: PEOPLE, ok: 404 }; // `/v1/dag-runs/` is GET /v1/dag-runs/:id with an empty id: 404
 /** An asset of the stand-in build the server is pointed at (DROVER_WEB_DIST). */
 const ASSET = 'app-1a2b3c.js';
 
@@ -120,7 +122,7 @@ const ROUTES: Route[] = [
   { method: 'POST', path: '/v1/tasks', access: PEOPLE, ok: 201, body: { command: 'true' }, trailingSlash: null },
   { method: 'GET', path: `/v1/tasks/${UNKNOWN_TASK}`, access: PEOPLE, ok: 404, endsWithParam: true, trailingSlash: null },
   // `/v1/tasks/ID%2Flogs` is GET /v1/tasks/:id with the id "ID/logs": 400.
-  { method: 'GET', path: `/v1/tasks/${UNKNOWN_TASK}/logs`, access: PEOPLE, ok: 404, okWithQuery: 400, encodedLastSlash: TASK_BY_ID, trailingSlash: null },
+  { method: 'GET', path: `/v1/tasks/${UNKNOWN_TASK}/logs`, access: PEOPLE, ok: 404, okWithQuery: 400, encodedLastSlash: TASK_ID_MALFORMED, trailingSlash: null },
   { method: 'POST', path: `/v1/tasks/${UNKNOWN_TASK}/cancel`, access: PEOPLE, ok: 404, trailingSlash: null },
   { method: 'POST', path: `/v1/tasks/${UNKNOWN_TASK}/retry`, access: PEOPLE, ok: 404, trailingSlash: null },
   { method: 'POST', path: `/v1/tasks/${UNKNOWN_TASK}/rerun`, access: PEOPLE, ok: 404, trailingSlash: null },
@@ -150,7 +152,7 @@ const ROUTES: Route[] = [
   { method: 'GET', path: '/docs/api', access: 'public', ok: 200, word: 1, trailingSlash: null },
   { method: 'GET', path: '/docs/api.css', access: 'public', ok: 200, word: 1, trailingSlash: null },
   // Dashboard reads (GET /v1/stream is an open event stream: its access is tested in stream.test.ts).
-  { method: 'GET', path: `/v1/tasks/${UNKNOWN_TASK}/log-chunks`, access: PEOPLE, ok: 404, okWithQuery: 400, encodedLastSlash: TASK_BY_ID, trailingSlash: null },
+  { method: 'GET', path: `/v1/tasks/${UNKNOWN_TASK}/log-chunks`, access: PEOPLE, ok: 404, okWithQuery: 400, encodedLastSlash: TASK_ID_MALFORMED, trailingSlash: null },
   { method: 'GET', path: '/v1/stats/counts', access: PEOPLE, ok: 200, okWithQuery: 400, trailingSlash: null },
   { method: 'GET', path: '/v1/stats/minutes', access: PEOPLE, ok: 200, okWithQuery: 400, trailingSlash: null },
   // Dashboard sign-in. Without an Origin header a sign-in is refused (403) whoever sends it, before the body is read.

@@ -70,7 +70,7 @@ describe('e2e: the OpenAPI document and the API reference page', () => {
       if (!isPublic) want.push('401', '403');
       if (method !== 'get') want.push('400', '413', '415');
       if ((op.parameters ?? []).length > 0 || op.requestBody) want.push('400');
-      if (path.includes('{')) want.push('404');
+      if (path.includes('{')) want.push('404', '414');
       for (const s of want) assert.ok(statuses.includes(s), `${name} does not document ${s} (has ${statuses.join(', ')})`);
       for (const s of statuses.filter((x) => Number(x) >= 400)) {
         const r = op.responses[s];
@@ -79,7 +79,7 @@ describe('e2e: the OpenAPI document and the API reference page', () => {
         assert.deepEqual(schema?.properties?.error?.required, ['code', 'message'], `${name} ${s}: not the error shape`);
       }
     }
-    for (const s of ['400', '401', '403', '404', '409', '413', '415', '429', '503']) assert.ok(seen.has(s), `no operation documents ${s}`);
+    for (const s of ['400', '401', '403', '404', '409', '413', '414', '415', '429', '503']) assert.ok(seen.has(s), `no operation documents ${s}`);
     const submit = doc.paths['/v1/tasks'].post.responses;
     assert.ok(submit['409'], 'POST /v1/tasks: an Idempotency-Key reused with another body is 409');
     assert.ok(doc.paths['/v1/stream'].get.responses['429']);
