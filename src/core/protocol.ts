@@ -71,6 +71,12 @@ export type AgentMessage =
        * records each on its task; the attempts were already ended as lost.
        */
       killed?: Array<{ attemptId: number; fencingToken: string; reason: string }>;
+      /**
+       * The agent is draining (SIGTERM, or a server's drain before it moved to
+       * this server): the session takes it as draining from the start, so no
+       * work is assigned before a `draining` message could arrive.
+       */
+      draining?: boolean;
     }
   /** The agent accepts no more work (SIGTERM or a server's `drain`); its running attempts go on. */
   | { type: 'draining' }

@@ -40,6 +40,7 @@ const Hello = Type.Object(
     version: Text(16),
     running: Type.Array(Type.Object({ attemptId: AttemptId, fencingToken: Token }, closed), { maxItems: MAX_LISTED_ATTEMPTS }),
     killed: Type.Optional(Type.Array(Type.Object({ attemptId: AttemptId, fencingToken: Token, reason: Text(1000) }, closed), { maxItems: MAX_LISTED_ATTEMPTS })),
+    draining: Type.Optional(Type.Boolean()),
   },
   closed,
 );

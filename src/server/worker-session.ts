@@ -264,7 +264,9 @@ export class WorkerSession implements WorkerLink {
     }
     const now = this.clock.now();
     const rec: Omit<WorkerRecord, 'state' | 'drainingAt'> = { id: msg.workerId, hostname: msg.hostname, slots: msg.slots, labels: msg.labels, connectedAt: now, lastSeenAt: now };
-    if (!(await this.store.registerWorker(rec, this.principal.tokenId))) {
+    // A draining agent (it says so in its hello) is draining here from the start: nothing is assigned to it.
+    if (msg.draining === true) this.draining = true;
+    if (!(await this.store.registerWorker(rec, this.principal.tokenId, this.draining))) {
       this.log.warn({ workerId: msg.workerId, tokenId: this.principal.tokenId, remote: this.remote }, 'refused hello: the worker id is bound to another token');
       this.close(`worker id ${msg.workerId} is registered to another worker token`, CLOSE_REFUSED);
       this.closed = true;

@@ -19,7 +19,11 @@ export interface WorkerStore {
    * that was revoked since. False (nothing changed) when another live token
    * holds the id.
    */
-  registerWorker(w: Omit<WorkerRecord, 'state' | 'drainingAt'>, tokenId: string): Promise<boolean>;
+  /**
+   * `draining`: the agent says it is draining (its hello): the drain is kept (an earlier time stays),
+   * else a registration ends any drain, and the worker that says hello again takes work.
+   */
+  registerWorker(w: Omit<WorkerRecord, 'state' | 'drainingAt'>, tokenId: string, draining?: boolean): Promise<boolean>;
   /** lastSeenAt = now (heartbeats). */
   touchWorker(id: string, now: number): Promise<void>;
   markWorkerDisconnected(id: string, now: number): Promise<void>;

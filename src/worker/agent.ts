@@ -408,6 +408,9 @@ class WorkerAgent implements Agent {
       version: PROTOCOL_VERSION,
       running: running.map((h) => ({ attemptId: h.attemptId, fencingToken: h.fencingToken })),
       ...(killed.length > 0 ? { killed } : {}),
+      // In the hello itself: a server assigns nothing to a draining agent from the first moment (the separate
+      // `draining` message after it is for servers that predate this field).
+      ...(this.drained ? { draining: true } : {}),
     });
   }
 

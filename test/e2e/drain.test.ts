@@ -2,6 +2,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { startCluster, type Cluster } from './harness.js';
+import { FakeAgent } from './fake-agent.js';
 
 describe('e2e: drain a worker', () => {
   let c: Cluster;
@@ -47,5 +48,33 @@ describe('e2e: drain a worker', () => {
     }
     await c.api.req('POST', `/v1/tasks/${id}/cancel`);
     await reader.cancel();
+  });
+});
+
+describe('e2e: a draining agent that reconnects', () => {
+  let c: Cluster;
+  before(async () => {
+    c = await startCluster({ workers: 0 });
+  });
+  after(async () => c?.close());
+
+  it('says so in its hello (it moved to this server) and gets no work from the first moment; the drain shows on every server', async () => {
+    const moved = await FakeAgent.connect(c.url, c.workerToken);
+    try {
+      moved.hello('w-moved', { slots: 4, draining: true });
+      await moved.next('welcome');
+      const listed = (await c.api.req('GET', '/v1/workers')).body.workers.find((w: any) => w.id === 'w-moved');
+      assert.equal(listed.state, 'draining', 'stored, so other servers show it too');
+      // The only free slots are the draining agent's: had it been taken as connected, the task would be
+      // assigned to it now and never run; instead it waits for the worker started next.
+      const id = await c.api.submit({ command: 'true' });
+      await c.startWorker({ id: 'w-fresh', slots: 1 });
+      const done = await c.api.waitDone(id);
+      assert.equal(done.attempts[0].workerId, 'w-fresh');
+      assert.equal(done.attempts.length, 1);
+      assert.deepEqual(moved.received.filter((m) => m.type === 'assign'), []);
+    } finally {
+      moved.close();
+    }
   });
 });

@@ -49,6 +49,22 @@ export function runWorkerContract(name: string, open: Opened): void {
       assert.equal((await h.store.listWorkers()).length, 2);
     });
 
+    it('a registration that says draining keeps the drain (its first time); any other ends it', async () => {
+      await token('tok1', 'a');
+      assert.equal(await h.store.registerWorker(worker('w1'), 'tok1'), true);
+      assert.equal(await h.store.requestDrain('w1', 'test', T0 + 5), true);
+      assert.equal((await get('w1'))?.drainingAt, T0 + 5);
+      // The drained agent moves to another server: its hello says draining.
+      assert.equal(await h.store.registerWorker(worker('w1', { connectedAt: T0 + 9, lastSeenAt: T0 + 9 }), 'tok1', true), true);
+      assert.equal((await get('w1'))?.drainingAt, T0 + 5);
+      // A new worker that starts draining (SIGTERM before its first server) is draining from its hello.
+      assert.equal(await h.store.registerWorker(worker('w2', { connectedAt: T0 + 20, lastSeenAt: T0 + 20 }), 'tok1', true), true);
+      assert.equal((await get('w2'))?.drainingAt, T0 + 20);
+      // A restarted agent says hello without it: taking work again.
+      assert.equal(await h.store.registerWorker(worker('w1', { connectedAt: T0 + 30, lastSeenAt: T0 + 30 }), 'tok1'), true);
+      assert.equal((await get('w1'))?.drainingAt, null);
+    });
+
     it('a worker id is bound to the token that first registered it', async () => {
       await token('tok1', 'a');
       await token('tok2', 'b');

@@ -13,18 +13,19 @@ export function postgresWorkers(db: Db): WorkerStore {
      * longer live (revoked). RETURNING says whether the row was written. A
      * registration ends a drain (draining_at = NULL).
      */
-    async registerWorker(w: Omit<WorkerRecord, 'state' | 'drainingAt'>, tokenId: string): Promise<boolean> {
+    async registerWorker(w: Omit<WorkerRecord, 'state' | 'drainingAt'>, tokenId: string, draining = false): Promise<boolean> {
       return db.write(async (tx) => {
+        // As the SQLite store: a hello that says draining keeps the drain (from its first time), any other ends it.
         const r = await tx.query(
           `INSERT INTO workers (id, hostname, slots, labels, connected_at, last_seen_at, state, token_id, draining_at)
-           VALUES ($1, $2, $3, $4, $5, $6, 'connected', $7, NULL)
+           VALUES ($1, $2, $3, $4, $5, $6, 'connected', $7, $8)
            ON CONFLICT (id) DO UPDATE SET hostname = EXCLUDED.hostname, slots = EXCLUDED.slots, labels = EXCLUDED.labels,
              connected_at = EXCLUDED.connected_at, last_seen_at = EXCLUDED.last_seen_at, state = 'connected', token_id = EXCLUDED.token_id,
-             draining_at = NULL
+             draining_at = CASE WHEN EXCLUDED.draining_at IS NULL THEN NULL ELSE coalesce(workers.draining_at, EXCLUDED.draining_at) END
            WHERE workers.token_id IS NULL OR workers.token_id = EXCLUDED.token_id
              OR NOT EXISTS (SELECT 1 FROM tokens k WHERE k.id = workers.token_id AND k.revoked_at IS NULL)
            RETURNING id`,
-          [w.id, w.hostname, w.slots, JSON.stringify(w.labels), w.connectedAt, w.lastSeenAt, tokenId],
+          [w.id, w.hostname, w.slots, JSON.stringify(w.labels), w.connectedAt, w.lastSeenAt, tokenId, draining ? w.connectedAt : null],
         );
         return r.rowCount === 1;
       });

@@ -10,17 +10,19 @@ export function sqliteWorkers(d: SqliteDb): WorkerStore {
      * changes only if it is bound to this token, to none (registered before
      * tokens were recorded), or to no live token (revoked). RETURNING yields no
      * row when the WHERE refused the update. A registration ends a drain
-     * (draining_at = NULL): the worker that says hello again takes work.
+     * (draining_at = NULL): the worker that says hello again takes work;
+     * unless it says it is draining (a drained agent that moved to another
+     * server), when the drain stays, from its first time.
      */
-    async registerWorker(w: Omit<WorkerRecord, 'state' | 'drainingAt'>, tokenId: string): Promise<boolean> {
+    async registerWorker(w: Omit<WorkerRecord, 'state' | 'drainingAt'>, tokenId: string, draining = false): Promise<boolean> {
       return d.write(() => {
         const row = d
           .q(
             `INSERT INTO workers (id, hostname, slots, labels, connected_at, last_seen_at, state, token_id, draining_at)
-             VALUES (@id, @hostname, @slots, @labels, @connectedAt, @lastSeenAt, 'connected', @tokenId, NULL)
+             VALUES (@id, @hostname, @slots, @labels, @connectedAt, @lastSeenAt, 'connected', @tokenId, @drainingAt)
              ON CONFLICT (id) DO UPDATE SET hostname = excluded.hostname, slots = excluded.slots, labels = excluded.labels,
                connected_at = excluded.connected_at, last_seen_at = excluded.last_seen_at, state = 'connected', token_id = excluded.token_id,
-               draining_at = NULL
+               draining_at = CASE WHEN excluded.draining_at IS NULL THEN NULL ELSE coalesce(workers.draining_at, excluded.draining_at) END
              WHERE workers.token_id IS NULL OR workers.token_id = excluded.token_id
                OR NOT EXISTS (SELECT 1 FROM tokens t WHERE t.id = workers.token_id AND t.revoked_at IS NULL)
              RETURNING id`,
@@ -33,6 +35,7 @@ export function sqliteWorkers(d: SqliteDb): WorkerStore {
             connectedAt: w.connectedAt,
             lastSeenAt: w.lastSeenAt,
             tokenId,
+            drainingAt: draining ? w.connectedAt : null,
           });
         return row !== undefined;
       });
