@@ -72,6 +72,7 @@ import { selfFencePlan } from '../core/lease.js';
 import { DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS, DEFAULT_MAX_LOG_BYTES, LOG_LIMITS, PROTOCOL_VERSION, type AgentMessage, type AssignedAttempt, type ServerMessage, type StopOrder } from '../core/protocol.js';
 import { Connection } from './connection.js';
 import { HeldAttempt, type HeldRunnerOptions } from './held-attempt.js';
+import { refusalHint } from './refusal-hint.js';
 import { silentLogger, type Logger } from './logger.js';
 import { reapLeftovers } from './leftovers.js';
 import { SpareWorkDirs } from './spare-work-dirs.js';
@@ -418,11 +419,22 @@ class WorkerAgent implements Agent {
     // close() (a drain's end, a shutdown) ends the connection itself: nothing was lost, nothing is retried.
     if (this.closing) this.log.debug({ reason }, 'connection closed');
     else if (this.ready) this.log.warn({ reason }, 'lost the server connection; reconnecting');
-    else this.log.info({ reason }, 'could not connect; retrying');
+    else {
+      const hint = refusalHint(reason);
+      // A refusal no retry changes is an error, said once per reason (the retries go on, at debug).
+      if (hint && !this.refusalsLogged.has(reason)) {
+        this.refusalsLogged.add(reason);
+        this.log.error({ reason }, `cannot connect: ${hint}; retrying`);
+      } else if (hint) this.log.debug({ reason }, 'could not connect; retrying');
+      else this.log.info({ reason }, 'could not connect; retrying');
+    }
     this.ready = false;
     this.helloSend = null;
     this.stopHeartbeat();
   }
+
+  /** Connection refusals already logged as errors (refusal-hint.ts), so each is said once. */
+  private readonly refusalsLogged = new Set<string>();
 
   private onMessage(m: ServerMessage): void {
     this.handle(m);
@@ -470,6 +482,7 @@ class WorkerAgent implements Agent {
     this.leaseMs = positive(m.leaseMs, DEFAULT_LEASE_MS);
     this.conn.capDelay(this.leaseMs / 4);
     this.ready = true;
+    this.refusalsLogged.clear(); // connected: a later refusal (a revoked token) is news again
     this.conn.markHealthy();
     // The server has the self-fencing kills the hello carried.
     this.selfFenced.splice(0, this.killedInHello);
