@@ -62,6 +62,8 @@ export function newSecret(): string {
 
 export interface Tokens {
   create(name: string, role: Role, user: string, secret?: string): Promise<{ id: string; secret: string; record: TokenRecord }>;
+  /** The store's first token (store createFirstToken): null when it has one already. */
+  createFirst(name: string, role: Role, user: string, secret?: string): Promise<{ id: string; secret: string; record: TokenRecord } | null>;
   verify(secret: string): Promise<TokenRecord | null>;
   /**
    * A dashboard session by the hash of its cookie value, with its token: null
@@ -119,6 +121,11 @@ export function tokenService(store: Store, now: () => number, log?: Logger): Tok
       const secretHash = hashSecret(secret);
       const record = await store.createToken({ id: secretHash.slice(0, 16), name, user, role, secretHash, createdAt: now() });
       return { id: record.id, secret, record };
+    },
+    async createFirst(name, role, user, secret = newSecret()) {
+      const secretHash = hashSecret(secret);
+      const record = await store.createFirstToken({ id: secretHash.slice(0, 16), name, user, role, secretHash, createdAt: now() });
+      return record ? { id: record.id, secret, record } : null;
     },
     async verify(secret) {
       if (!secret) return null;

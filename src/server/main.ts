@@ -6,7 +6,6 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import pino from 'pino';
 import { systemClock, type Clock } from '../core/clock.js';
-import { ConflictError } from '../core/errors.js';
 import { DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS } from '../core/protocol.js';
 import { openStore } from '../store/open-store.js';
 import type { Role, Store } from '../store/store.js';
@@ -66,15 +65,10 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
 
   let createdAdminSecret: string | null = null;
   if ((await store.countTokens()) === 0) {
-    try {
-      const made = await tokens.create('admin', 'admin', 'admin', opts.adminToken || undefined);
-      if (!opts.adminToken) createdAdminSecret = made.secret;
-    } catch (err) {
-      // Several servers starting together on an empty database with the same
-      // DROVER_ADMIN_TOKEN: the token's id is derived from the secret, so the
-      // others find it already made. That is the outcome they wanted.
-      if (!(err instanceof ConflictError)) throw err;
-    }
+    // Several servers starting together on an empty database: one makes the token (and, without
+    // DROVER_ADMIN_TOKEN, prints it); the others find one made and print nothing.
+    const made = await tokens.createFirst('admin', 'admin', 'admin', opts.adminToken || undefined);
+    if (made && !opts.adminToken) createdAdminSecret = made.secret;
   }
 
   const bus = new TaskBus();

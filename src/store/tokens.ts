@@ -20,6 +20,14 @@ export const TOKEN_TOUCH_INTERVAL_MS = 60_000;
 
 export interface TokenStore {
   createToken(t: Omit<TokenRecord, 'revokedAt' | 'lastUsedAt'>): Promise<TokenRecord>;
+  /**
+   * The first token of an empty store: created only if the store has no
+   * token at all (revoked ones count), else null. Of several servers calling
+   * it at once on one database, at most one creates (PostgreSQL: under a
+   * transaction-level advisory lock; SQLite: its single writer), so only one
+   * prints a first admin token.
+   */
+  createFirstToken(t: Omit<TokenRecord, 'revokedAt' | 'lastUsedAt'>): Promise<TokenRecord | null>;
   getToken(id: string): Promise<TokenRecord | null>;
   listTokens(): Promise<TokenRecord[]>;
   /** False when no such token or already revoked. */

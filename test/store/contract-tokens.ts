@@ -3,11 +3,11 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ConflictError } from '../../src/core/errors.js';
 import { TOKEN_TOUCH_INTERVAL_MS } from '../../src/store/tokens.js';
-import { Harness, T0, type Opened } from './contract-harness.js';
+import { Harness, raceBetweenServers, T0, type ContractHooks, type Opened } from './contract-harness.js';
 
-export function runTokenContract(name: string, open: Opened): void {
+export function runTokenContract(name: string, open: Opened, hooks: ContractHooks = {}): void {
   describe(`Store contract, tokens: ${name}`, () => {
-    const h = Harness.use(open);
+    const h = Harness.use(open, hooks);
 
     it('create, get, list, revoke, count', async () => {
       assert.equal(await h.store.countTokens(), 0);
@@ -27,6 +27,29 @@ export function runTokenContract(name: string, open: Opened): void {
       assert.equal(await h.store.revokeToken('nope', T0 + 20), false);
       assert.equal(await h.store.countTokens(), 2);
       assert.equal((await h.store.getToken('tok_a'))?.revokedAt, null);
+    });
+
+    it('createFirstToken: only into a store without any token (a revoked one counts)', async () => {
+      const first = await h.store.createFirstToken({ id: 'tok_1', name: 'admin', user: 'admin', role: 'admin', secretHash: '1'.repeat(64), createdAt: T0 });
+      assert.equal(first?.id, 'tok_1');
+      assert.equal(await h.store.createFirstToken({ id: 'tok_2', name: 'admin', user: 'admin', role: 'admin', secretHash: '2'.repeat(64), createdAt: T0 }), null);
+      await h.store.revokeToken('tok_1', T0 + 1);
+      assert.equal(await h.store.createFirstToken({ id: 'tok_3', name: 'admin', user: 'admin', role: 'admin', secretHash: '3'.repeat(64), createdAt: T0 }), null);
+      assert.deepEqual((await h.store.listTokens()).map((t) => t.id), ['tok_1']);
+    });
+
+    raceBetweenServers(hooks, 'createFirstToken from two servers at once: exactly one token', async (sibling) => {
+      const other = await sibling(h.store);
+      try {
+        // Four at once, two on each handle (pool connections of their own).
+        const made = await Promise.all(
+          [h.store, other, h.store, other].map((s, i) => s.createFirstToken({ id: `race_${i}`, name: 'admin', user: 'admin', role: 'admin', secretHash: String(i).padEnd(64, 'x'), createdAt: T0 })),
+        );
+        assert.equal(made.filter((m) => m !== null).length, 1);
+        assert.equal(await h.store.countTokens(), 1);
+      } finally {
+        await other.close();
+      }
     });
 
     it('rejects a duplicate id with ConflictError', async () => {

@@ -40,7 +40,7 @@ export function runStoreContract(name: string, open: Opened, hooks: ContractHook
   runAttemptBatchContract(name, open, hooks);
   runOutputsContract(name, open);
   runLogContract(name, open);
-  runTokenContract(name, open);
+  runTokenContract(name, open, hooks);
   runWorkerContract(name, open);
   runWebSessionContract(name, open);
   runFeedContract(name, open, hooks);

@@ -5,6 +5,9 @@ import { TOKEN_TOUCH_INTERVAL_MS, type TokenRecord, type TokenStore } from '../t
 import type { Db } from './db.js';
 import { isUniqueViolation } from './pg-errors.js';
 
+/** The advisory lock of createFirstToken: 'DROV' and 2 (the migrations' lock is 'DROV' and 1). */
+const FIRST_TOKEN_LOCK: readonly [number, number] = [0x44524f56, 2];
+
 export function postgresTokens(db: Db): TokenStore {
   return {
     async createToken(t: Omit<TokenRecord, 'revokedAt' | 'lastUsedAt'>): Promise<TokenRecord> {
@@ -23,6 +26,19 @@ export function postgresTokens(db: Db): TokenStore {
           if (isUniqueViolation(e)) throw new ConflictError(`token ${t.id} (or its secret) already exists`);
           throw e;
         }
+      });
+    },
+
+    async createFirstToken(t: Omit<TokenRecord, 'revokedAt' | 'lastUsedAt'>): Promise<TokenRecord | null> {
+      return db.write(async (tx) => {
+        // Serialises the servers starting together; the INSERT's snapshot is taken after the lock, so it
+        // sees the token a server that held it before committed (READ COMMITTED).
+        await tx.query('SELECT pg_advisory_xact_lock($1::int, $2::int)', [...FIRST_TOKEN_LOCK]);
+        const r = await tx.query<TokenRow>(
+          'INSERT INTO tokens (id, name, "user", role, secret_hash, created_at) SELECT $1, $2, $3, $4, $5, $6 WHERE NOT EXISTS (SELECT 1 FROM tokens) RETURNING *',
+          [t.id, t.name, t.user, t.role, t.secretHash, t.createdAt],
+        );
+        return r.rows[0] ? tokenFromRow(r.rows[0]) : null;
       });
     },
 

@@ -21,6 +21,15 @@ export function sqliteTokens(d: SqliteDb): TokenStore {
       });
     },
 
+    async createFirstToken(t: Omit<TokenRecord, 'revokedAt' | 'lastUsedAt'>): Promise<TokenRecord | null> {
+      return d.write(() => {
+        const row = d
+          .q('INSERT INTO tokens (id, name, user, role, secret_hash, created_at) SELECT ?, ?, ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM tokens) RETURNING *')
+          .get(t.id, t.name, t.user, t.role, t.secretHash, t.createdAt) as TokenRow | undefined;
+        return row ? tokenFromRow(row) : null;
+      });
+    },
+
     async getToken(id: string): Promise<TokenRecord | null> {
       return d.read(() => {
         const row = d.q('SELECT * FROM tokens WHERE id = ?').get(id) as TokenRow | undefined;
