@@ -13,7 +13,7 @@ import swagger from '@fastify/swagger';
 import { installAuth } from './auth.js';
 import type { AppContext } from './context.js';
 import { handleError, handleFrameworkError } from './error-handler.js';
-import { InvalidInputError } from '../core/errors.js';
+import { installRequestShapeChecks } from './request-shape.js';
 import { logChunkRoutes } from './routes/log-chunks.js';
 import { statsRoutes } from './routes/stats.js';
 import { streamRoutes } from './routes/stream.js';
@@ -82,22 +82,7 @@ export async function buildApp(
   // Bodies are JSON only: a text/plain one is a 415 like any other type (error-handler.ts), not a string
   // that then fails the schema as "must be object".
   app.removeContentTypeParser('text/plain');
-  // A route without a body schema (cancel, retry, pause, drain, ...) takes no body: none, or {} as many
-  // clients send by default. Anything else is refused rather than ignored, as an unknown field is elsewhere.
-  app.addHook('preValidation', async (req, reply) => {
-    // A trailing slash after a list (/v1/tasks/) matches the item route with an empty id: no such path, as
-    // docs/api.md says of trailing slashes, rather than a 400 about a parameter the caller never wrote.
-    // (The dashboard's pages are left to the app, which shows its own "not found" for /tasks/.)
-    if (req.routeOptions.url?.startsWith('/v1/') && Object.values((req.params ?? {}) as Record<string, unknown>).some((v) => v === '')) {
-      return reply.code(404).send({ error: { code: 'not_found', message: `no route ${req.method} ${req.url.split('?')[0]}` } });
-    }
-    const body: unknown = req.body;
-    // Unmatched requests (no url) go on to their 401 or 404, whatever they carry.
-    if (req.routeOptions.url === undefined || req.routeOptions.schema?.body !== undefined || body === undefined) return;
-    if (typeof body === 'object' && body !== null && !Array.isArray(body) && Object.keys(body).length === 0) return;
-    const first = typeof body === 'object' && body !== null && !Array.isArray(body) ? Object.keys(body)[0] : undefined;
-    throw new InvalidInputError(first ?? 'body', `${req.method} ${req.routeOptions.url} takes no body${first !== undefined ? ' (unknown field)' : ''}`);
-  });
+  installRequestShapeChecks(app); // request-shape.ts: empty path parameters, bodies sent to actions that take none
   app.setNotFoundHandler((req, reply) => {
     // A page or asset whose file @fastify/static did not find (it calls the not-found handler): the route's answer (503 or 404).
     if (answerMissingFile(req, reply)) return;
