@@ -17,6 +17,7 @@
  * tasks does that (README, Security model).
  */
 import { loadAddon } from '../worker/package-root.js';
+import { UsageError } from './usage-error.js';
 
 /** The addon's contract (native/proc-guard.c). */
 export interface GuardBinding {
@@ -29,8 +30,16 @@ export function loadGuardBinding(): { binding: GuardBinding } | { reason: string
   return loadAddon<GuardBinding>('drover_guard', 'the /proc guard');
 }
 
-/** Makes this process non-dumpable; null when done, else why not (for a warning). */
-export function guardProcFiles(): string | null {
+/**
+ * Makes this process non-dumpable; null when done, else why not (for a
+ * warning). Env DROVER_KEEP_DUMPABLE=1 leaves it dumpable: core dumps, a
+ * debugger, or a test that reads /proc/<pid>/environ as the same user, at the
+ * price of the above. Any other value is a usage error.
+ */
+export function guardProcFiles(env: Record<string, string | undefined> = process.env): string | null {
+  const keep = env.DROVER_KEEP_DUMPABLE;
+  if (keep !== undefined && keep !== '' && keep !== '1') throw new UsageError(`invalid DROVER_KEEP_DUMPABLE "${keep.slice(0, 40)}": expected 1 (or leave it unset)`);
+  if (keep === '1') return 'DROVER_KEEP_DUMPABLE=1 keeps this process dumpable';
   const r = loadGuardBinding();
   if ('reason' in r) return r.reason;
   return r.binding.nondumpable() ? null : 'prctl(PR_SET_DUMPABLE, 0) failed';

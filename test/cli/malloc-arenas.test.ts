@@ -127,7 +127,8 @@ describe('malloc arenas: drover server', { skip: !('binding' in loadNativeSpawn(
   async function serverEnviron(env: NodeJS.ProcessEnv): Promise<string[]> {
     const dir = mkdtempSync(join(tmpdir(), 'drover-arenas-'));
     const child = spawn(process.execPath, [BIN, 'server', '--db', `sqlite:${join(dir, 'db.sqlite')}`, '--port', '0', '--log-level', 'info'], {
-      env: { ...env, DROVER_ADMIN_TOKEN: 'arenas-admin-token-0123456789', DROVER_EXIT_WITH_PARENT: '1' },
+      // Dumpable, so its environ is readable here without root (proc-guard.ts).
+      env: { ...env, DROVER_ADMIN_TOKEN: 'arenas-admin-token-0123456789', DROVER_EXIT_WITH_PARENT: '1', DROVER_KEEP_DUMPABLE: '1' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     try {

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, describe, it } from 'node:test';
-import { loadGuardBinding, maskArgvSecrets } from '../../src/cli/proc-guard.js';
+import { guardProcFiles, loadGuardBinding, maskArgvSecrets } from '../../src/cli/proc-guard.js';
 import { BIN } from '../e2e/harness.js';
 
 const NOBODY = 65534;
@@ -29,6 +29,11 @@ describe('maskArgvSecrets', () => {
 });
 
 describe('the /proc guard', () => {
+  it('DROVER_KEEP_DUMPABLE=1 leaves the process dumpable (said as the reason); another value is a usage error naming it', () => {
+    assert.equal(guardProcFiles({ DROVER_KEEP_DUMPABLE: '1' }), 'DROVER_KEEP_DUMPABLE=1 keeps this process dumpable');
+    assert.throws(() => guardProcFiles({ DROVER_KEEP_DUMPABLE: 'yes' }), /^UsageError: invalid DROVER_KEEP_DUMPABLE "yes": expected 1/);
+  });
+
   it('the addon is built here and makes a process non-dumpable', () => {
     const r = loadGuardBinding();
     assert.ok('binding' in r, 'reason' in r ? r.reason : '');
