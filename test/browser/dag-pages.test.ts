@@ -487,12 +487,22 @@ describe('browser: DAG pages', () => {
       assert.ok(worst < 2000, `a long task of ${worst.toFixed(0)} ms froze the page`);
       assert.ok((done.counts.succeeded ?? 0) > 1, 'steps ran while the page watched');
       await until('the page caught up with the store', async () => Number(await p.getByTestId('run-count-succeeded').getAttribute('data-count')) >= (done.counts.succeeded ?? 0));
-      if ((await ended.count()) === 0) {
-        await p.getByRole('button', { name: `Cancel run ${runId}` }).click();
-        await p.getByRole('button', { name: `Confirm: cancel run ${runId}` }).click();
-      }
-      // The run may still end on its own between the check above and the confirmation (CI saw it once on a loaded machine):
-      // then the API answers 409 and the run stays succeeded. Either way the page must come to show the state the store holds.
+      // The run may end on its own at any point of the two presses (CI saw it twice on a loaded machine: once between the check
+      // and the confirmation, so the API answered 409; once between the two presses, so the confirmation left the page with the
+      // run's Cancel button). Each press is tried while the page shows the run running; a button gone because the run ended is
+      // not a failure. Either way the page must come to show the state the store holds.
+      const press = (name: string) =>
+        until(`${name}, or the run's end`, async () => {
+          if ((await ended.count()) > 0) return true;
+          try {
+            await p.getByRole('button', { name }).click({ timeout: 1_000 });
+            return true;
+          } catch {
+            return false;
+          }
+        }, 30_000);
+      await press(`Cancel run ${runId}`);
+      await press(`Confirm: cancel run ${runId}`);
       const final = await until('the run ended in the store', async () => {
         const d = await runDetail(runId);
         return d.run.state === 'running' ? undefined : d;
