@@ -9,6 +9,7 @@
  *   not config.auth 'public'    401 (no, unknown or revoked token or session),
  *                               403 (role not allowed; a cookie request from another origin)
  *   params, querystring, headers or a body schema   400 (names the field)
+ *   under /v1/                  400 (a query parameter the route does not take; request-shape.ts)
  *   POST, PUT, PATCH, DELETE    400 (malformed JSON), 413 (body over the route's limit),
  *                               415 (a body that is not application/json)
  *   a path parameter (`:id`)    404 (no such thing, or not the caller's),
@@ -50,7 +51,7 @@ export function layerStatuses(route: Pick<RouteOptions, 'method' | 'url' | 'sche
     out.add(401);
     out.add(403);
   }
-  if (schema.params || schema.querystring || schema.headers || schema.body) out.add(400);
+  if (schema.params || schema.querystring || schema.headers || schema.body || route.url.startsWith('/v1/')) out.add(400);
   if (methods.some((m) => WITH_BODY.has(m))) {
     out.add(400);
     out.add(413);

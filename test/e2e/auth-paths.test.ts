@@ -79,7 +79,9 @@ interface Route {
   body?: unknown;
   /**
    * Status for an allowed role when a query string (or a fragment, which
-   * Fastify parses as the query) is added: closed query schemas say 400.
+   * Fastify parses as the query) is added. Default: 400 under /v1/ (every
+   * API route's query is closed: its schema's, or none at all by
+   * request-shape.ts), else the route's `ok` (pages ignore their query).
    */
   okWithQuery?: number;
   /** The path ends with a parameter: `;x=1` becomes part of it, so the route matches and its validation says 400 (or `semicolonOk`). */
@@ -118,32 +120,32 @@ const ROUTES: Route[] = [
   { method: 'GET', path: '/v1/tokens', access: ['admin'], ok: 200, trailingSlash: null },
   { method: 'POST', path: '/v1/tokens', access: ['admin'], ok: 201, body: { name: 'probe', role: 'user' }, trailingSlash: null },
   { method: 'DELETE', path: `/v1/tokens/${UNKNOWN_TOKEN}`, access: ['admin'], ok: 404, endsWithParam: true, trailingSlash: null },
-  { method: 'GET', path: '/v1/tasks', access: PEOPLE, ok: 200, okWithQuery: 400, trailingSlash: TASK_BY_ID },
+  { method: 'GET', path: '/v1/tasks', access: PEOPLE, ok: 200, trailingSlash: TASK_BY_ID },
   { method: 'POST', path: '/v1/tasks', access: PEOPLE, ok: 201, body: { command: 'true' }, trailingSlash: null },
   { method: 'GET', path: `/v1/tasks/${UNKNOWN_TASK}`, access: PEOPLE, ok: 404, endsWithParam: true, trailingSlash: null },
   // `/v1/tasks/ID%2Flogs` is GET /v1/tasks/:id with the id "ID/logs": 400.
-  { method: 'GET', path: `/v1/tasks/${UNKNOWN_TASK}/logs`, access: PEOPLE, ok: 404, okWithQuery: 400, encodedLastSlash: TASK_ID_MALFORMED, trailingSlash: null },
+  { method: 'GET', path: `/v1/tasks/${UNKNOWN_TASK}/logs`, access: PEOPLE, ok: 404, encodedLastSlash: TASK_ID_MALFORMED, trailingSlash: null },
   { method: 'POST', path: `/v1/tasks/${UNKNOWN_TASK}/cancel`, access: PEOPLE, ok: 404, trailingSlash: null },
   { method: 'POST', path: `/v1/tasks/${UNKNOWN_TASK}/retry`, access: PEOPLE, ok: 404, trailingSlash: null },
   { method: 'POST', path: `/v1/tasks/${UNKNOWN_TASK}/rerun`, access: PEOPLE, ok: 404, trailingSlash: null },
   // Schedules (issue 11): people only. The create probe's expression is invalid, so an allowed caller gets 400 every
   // time (a valid one would be 201 once, then 409); the per-name routes read `?owner=`, so a foreign query is 400.
-  { method: 'GET', path: '/v1/schedules', access: PEOPLE, ok: 200, okWithQuery: 400, trailingSlash: SCHEDULE_BY_NAME },
+  { method: 'GET', path: '/v1/schedules', access: PEOPLE, ok: 200, trailingSlash: SCHEDULE_BY_NAME },
   { method: 'POST', path: '/v1/schedules', access: PEOPLE, ok: 400, body: { name: 'probe', schedule: 'not cron', task: { command: 'true' } }, trailingSlash: null },
-  { method: 'GET', path: `/v1/schedules/${UNKNOWN_SCHEDULE}`, access: PEOPLE, ok: 404, okWithQuery: 400, endsWithParam: true, trailingSlash: null },
-  { method: 'DELETE', path: `/v1/schedules/${UNKNOWN_SCHEDULE}`, access: PEOPLE, ok: 404, okWithQuery: 400, endsWithParam: true, trailingSlash: null },
-  { method: 'POST', path: `/v1/schedules/${UNKNOWN_SCHEDULE}/pause`, access: PEOPLE, ok: 404, okWithQuery: 400, trailingSlash: null },
-  { method: 'POST', path: `/v1/schedules/${UNKNOWN_SCHEDULE}/resume`, access: PEOPLE, ok: 404, okWithQuery: 400, trailingSlash: null },
-  { method: 'POST', path: `/v1/schedules/${UNKNOWN_SCHEDULE}/run`, access: PEOPLE, ok: 404, okWithQuery: 400, trailingSlash: null },
+  { method: 'GET', path: `/v1/schedules/${UNKNOWN_SCHEDULE}`, access: PEOPLE, ok: 404, endsWithParam: true, trailingSlash: null },
+  { method: 'DELETE', path: `/v1/schedules/${UNKNOWN_SCHEDULE}`, access: PEOPLE, ok: 404, endsWithParam: true, trailingSlash: null },
+  { method: 'POST', path: `/v1/schedules/${UNKNOWN_SCHEDULE}/pause`, access: PEOPLE, ok: 404, trailingSlash: null },
+  { method: 'POST', path: `/v1/schedules/${UNKNOWN_SCHEDULE}/resume`, access: PEOPLE, ok: 404, trailingSlash: null },
+  { method: 'POST', path: `/v1/schedules/${UNKNOWN_SCHEDULE}/run`, access: PEOPLE, ok: 404, trailingSlash: null },
   // Next fire times of an unsaved expression: without `schedule` (the probe) an allowed caller gets 400, with a foreign query too.
-  { method: 'GET', path: '/v1/cron/next', access: PEOPLE, ok: 400, okWithQuery: 400, trailingSlash: null },
+  { method: 'GET', path: '/v1/cron/next', access: PEOPLE, ok: 400, trailingSlash: null },
   // DAGs (issue 12): people only. The apply probe has no step, so an allowed caller gets 400 every time (nothing is stored);
   // `/v1/dags/` and `/v1/dag-runs/` are the by-name and by-id routes with an empty parameter: 400.
-  { method: 'GET', path: '/v1/dags', access: PEOPLE, ok: 200, okWithQuery: 400, trailingSlash: DAG_BY_NAME },
+  { method: 'GET', path: '/v1/dags', access: PEOPLE, ok: 200, trailingSlash: DAG_BY_NAME },
   { method: 'POST', path: '/v1/dags', access: PEOPLE, ok: 400, body: { name: 'probe', steps: [] }, trailingSlash: null },
-  { method: 'GET', path: `/v1/dags/${UNKNOWN_DAG}`, access: PEOPLE, ok: 404, okWithQuery: 400, endsWithParam: true, trailingSlash: null },
-  { method: 'POST', path: `/v1/dags/${UNKNOWN_DAG}/runs`, access: PEOPLE, ok: 404, okWithQuery: 400, body: {}, trailingSlash: null },
-  { method: 'GET', path: '/v1/dag-runs', access: PEOPLE, ok: 200, okWithQuery: 400, trailingSlash: DAG_RUN_BY_ID },
+  { method: 'GET', path: `/v1/dags/${UNKNOWN_DAG}`, access: PEOPLE, ok: 404, endsWithParam: true, trailingSlash: null },
+  { method: 'POST', path: `/v1/dags/${UNKNOWN_DAG}/runs`, access: PEOPLE, ok: 404, body: {}, trailingSlash: null },
+  { method: 'GET', path: '/v1/dag-runs', access: PEOPLE, ok: 200, trailingSlash: DAG_RUN_BY_ID },
   { method: 'GET', path: `/v1/dag-runs/${UNKNOWN_TASK}`, access: PEOPLE, ok: 404, endsWithParam: true, trailingSlash: null },
   { method: 'POST', path: `/v1/dag-runs/${UNKNOWN_TASK}/cancel`, access: PEOPLE, ok: 404, trailingSlash: null },
   { method: 'POST', path: `/v1/dag-runs/${UNKNOWN_TASK}/retry`, access: PEOPLE, ok: 404, trailingSlash: null },
@@ -152,11 +154,11 @@ const ROUTES: Route[] = [
   { method: 'GET', path: '/docs/api', access: 'public', ok: 200, word: 1, trailingSlash: null },
   { method: 'GET', path: '/docs/api.css', access: 'public', ok: 200, word: 1, trailingSlash: null },
   // Dashboard reads (GET /v1/stream is an open event stream: its access is tested in stream.test.ts).
-  { method: 'GET', path: `/v1/tasks/${UNKNOWN_TASK}/log-chunks`, access: PEOPLE, ok: 404, okWithQuery: 400, encodedLastSlash: TASK_ID_MALFORMED, trailingSlash: null },
-  { method: 'GET', path: '/v1/stats/counts', access: PEOPLE, ok: 200, okWithQuery: 400, trailingSlash: null },
-  { method: 'GET', path: '/v1/stats/minutes', access: PEOPLE, ok: 200, okWithQuery: 400, trailingSlash: null },
+  { method: 'GET', path: `/v1/tasks/${UNKNOWN_TASK}/log-chunks`, access: PEOPLE, ok: 404, encodedLastSlash: TASK_ID_MALFORMED, trailingSlash: null },
+  { method: 'GET', path: '/v1/stats/counts', access: PEOPLE, ok: 200, trailingSlash: null },
+  { method: 'GET', path: '/v1/stats/minutes', access: PEOPLE, ok: 200, trailingSlash: null },
   // Dashboard sign-in. Without an Origin header a sign-in is refused (403) whoever sends it, before the body is read.
-  { method: 'POST', path: '/v1/session', access: 'public', ok: 403, body: { token: 'x' }, trailingSlash: null },
+  { method: 'POST', path: '/v1/session', access: 'public', ok: 403, okWithQuery: 403, body: { token: 'x' }, trailingSlash: null }, // the Origin check answers before the query is looked at
   // A Bearer request has no dashboard session to end: 400.
   { method: 'DELETE', path: '/v1/session', access: PEOPLE, ok: 400, trailingSlash: null },
   { method: 'GET', path: '/v1/me', access: PEOPLE, ok: 200, trailingSlash: null },
@@ -185,10 +187,13 @@ interface Spelling {
    */
   match: 'same' | null | 'unparsable' | { access: Access; ok: number };
   okOverride?: number;
+  /** The spelling adds a query: the worker WebSocket (no query parameters) is then a 400 too, not upgraded. */
+  query?: boolean;
 }
 
 function spellings(r: Route): Spelling[] {
   const p = r.path;
+  const withQuery = r.okWithQuery ?? (p.startsWith('/v1/') ? 400 : undefined);
   const segs = p.split('/'); // ['', 'v1', 'workers', 'connect']
   const last = segs.length - 1;
   /** The route's first word (workers, tokens, tasks; openapi.json), unless the route names another. */
@@ -210,8 +215,8 @@ function spellings(r: Route): Spelling[] {
     { name: 'percent-encoded first letter of the last segment', path: withSeg(last, `%${hex(segs[last]!)}${segs[last]!.slice(1)}`), match: 'same' },
     ...(upper !== null ? [{ name: 'percent-encoded letter, upper-case hex', path: upper, match: 'same' as const }] : []),
     { name: 'a whole segment percent-encoded', path: withSeg(word, [...segs[word]!].map((ch) => `%${hex(ch)}`).join('')), match: 'same' },
-    { name: 'query string', path: `${p}?next=/v1/workers/connect`, match: 'same', ...(r.okWithQuery !== undefined ? { okOverride: r.okWithQuery } : {}) },
-    { name: 'fragment', path: `${p}#/v1/workers/connect`, match: 'same', ...(r.okWithQuery !== undefined ? { okOverride: r.okWithQuery } : {}) },
+    { name: 'query string', path: `${p}?next=/v1/workers/connect`, match: 'same', query: true, ...(withQuery !== undefined ? { okOverride: withQuery } : {}) },
+    { name: 'fragment', path: `${p}#/v1/workers/connect`, match: 'same', query: true, ...(withQuery !== undefined ? { okOverride: withQuery } : {}) },
     // None of these is the route's spelling: no route, so 401 or 404, never the route's answer.
     segs.length > 2
       ? { name: '%2F for the last slash', path: `${segs.slice(0, last).join('/')}%2F${segs[last]}`, match: r.encodedLastSlash ?? null }
@@ -246,7 +251,7 @@ function expected(route: Route, s: Spelling, role: Role, upgrade: boolean): { st
   if (role === 'none') return { status: 401 };
   if (target === null) return { status: 404, noRoute: true };
   if (!target.access.includes(role)) return { status: 403 };
-  if (upgrade) return { status: target.websocket ? 101 : 400 };
+  if (upgrade) return { status: target.websocket && !s.query ? 101 : 400 };
   return { status: target.ok };
 }
 

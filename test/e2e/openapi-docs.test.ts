@@ -104,6 +104,25 @@ describe('e2e: the OpenAPI document and the API reference page', () => {
       assert.match(JSON.parse(r.text).error.reason, /^POST \/v1\/tasks\/:id\/cancel takes no body/);
     }
     assert.equal(JSON.parse((await get(c.url, `/v1/tasks/${id}`, auth)).text).task.state, 'ready', 'not cancelled');
+    // A route without a querystring schema takes no query parameter: refused (named), not ignored; nothing is done.
+    const before = JSON.parse((await get(c.url, '/v1/stats/counts', auth)).text).total as number;
+    for (const [method, path, body, field] of [
+      ['POST', '/v1/tasks?wait=1', JSON.stringify({ command: 'true' }), 'wait'],
+      ['POST', '/v1/tasks/batch?dry_run=1&x=2', JSON.stringify({ tasks: [{ command: 'true' }] }), 'dry_run'],
+      ['POST', `/v1/tasks/${id}/cancel?force=1`, undefined, 'force'],
+      ['GET', '/v1/workers?state=connected', undefined, 'state'],
+      ['GET', `/v1/tasks/${id}?fields=id`, undefined, 'fields'],
+      ['GET', '/v1/me?x', undefined, 'x'],
+    ] as const) {
+      const r = await get(c.url, path, body === undefined ? auth : { ...auth, 'content-type': 'application/json' }, method, body);
+      assert.equal(r.status, 400, `${method} ${path}: ${r.text}`);
+      assert.equal(JSON.parse(r.text).error.field, field, path);
+      assert.match(JSON.parse(r.text).error.reason, /^unknown field \(.* takes no query parameters\)$/, path);
+      documented(method.toLowerCase(), path.split('?')[0]!.replace(id, '{id}'), 400);
+    }
+    assert.equal(JSON.parse((await get(c.url, '/v1/stats/counts', auth)).text).total, before, 'nothing was submitted');
+    assert.equal(JSON.parse((await get(c.url, `/v1/tasks/${id}`, auth)).text).task.state, 'ready', 'not cancelled');
+    assert.equal((await get(c.url, '/v1/workers?', auth)).status, 200, 'an empty query is none');
     const empty = await get(c.url, `/v1/tasks/${id}/cancel`, { ...auth, 'content-type': 'application/json' }, 'POST', '{}');
     assert.equal(empty.status, 200, empty.text);
     const big = JSON.stringify({ command: 'true', args: ['x'.repeat(1024 * 1024)] });

@@ -11,7 +11,9 @@ import { escapeHtml, renderApiReference, typeText } from '../../src/server/api-r
 
 describe('layer error statuses', () => {
   it('by access, method, inputs and path parameters', () => {
-    assert.deepEqual(layerStatuses({ method: 'GET', url: '/v1/workers', schema: {}, config: { auth: ['admin'] } } as never), [401, 403, 503]);
+    // Every /v1/ route refuses a query parameter it does not take (request-shape.ts): 400 even without a schema.
+    assert.deepEqual(layerStatuses({ method: 'GET', url: '/v1/workers', schema: {}, config: { auth: ['admin'] } } as never), [400, 401, 403, 503]);
+    assert.deepEqual(layerStatuses({ method: 'GET', url: '/docs/api', schema: {}, config: { auth: 'public' } } as never), [503]);
     assert.deepEqual(layerStatuses({ method: 'GET', url: '/v1/tasks', schema: { querystring: {} }, config: { auth: ['admin'] } } as never), [400, 401, 403, 503]);
     assert.deepEqual(layerStatuses({ method: 'POST', url: '/v1/tasks/:id/cancel', schema: {}, config: { auth: ['user'] } } as never), [400, 401, 403, 404, 413, 414, 415, 503]);
     assert.deepEqual(layerStatuses({ method: 'POST', url: '/v1/session', schema: { body: {} }, config: { auth: 'public' } } as never), [400, 413, 415, 503]);
