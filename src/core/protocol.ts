@@ -77,6 +77,13 @@ export type AgentMessage =
        * work is assigned before a `draining` message could arrive.
        */
       draining?: boolean;
+      /**
+       * Assignments the agent takes beyond `slots` and keeps queued until a
+       * slot frees (`drover worker --prefetch`; absent: 0). They are leased
+       * to it like running ones (listed in hello and heartbeats); the server
+       * assigns up to slots + prefetch (worker/prefetch-queue.ts).
+       */
+      prefetch?: number;
     }
   /** The agent accepts no more work (SIGTERM or a server's `drain`); its running attempts go on. */
   | { type: 'draining' }
@@ -182,6 +189,9 @@ export function packFrames(jsons: readonly string[]): string[] {
 }
 
 /** Bounds that keep both processes' memory flat however much a task prints. */
+/** The most assignments an agent may hold queued beyond its slots (`drover worker --prefetch`). */
+export const MAX_PREFETCH = 1024;
+
 export const LOG_LIMITS = {
   /** Largest chunk the agent sends. */
   maxChunkBytes: 64 * 1024,

@@ -36,6 +36,13 @@ export interface SchedulerOptions {
 export interface WorkerLink {
   readonly workerId: string;
   readonly slots: number;
+  /**
+   * Assignments the agent queues beyond its slots (`drover worker --prefetch`,
+   * its hello; absent: 0). The scheduler fills slots + prefetch: a worker of
+   * short tasks then has its next ones at hand when a slot frees, instead of
+   * waiting a round trip and a commit for each refill.
+   */
+  readonly prefetch?: number;
   readonly labels: Record<string, string>;
   /** How many attempts assigned to this worker have not ended. */
   readonly runningCount: number;
@@ -174,15 +181,16 @@ export class Scheduler {
   }
 
   /**
-   * Slots of `link` that neither an attempt holds nor a claim in flight has
-   * reserved (0 while it drains). Every claim for a worker, the scheduler's
+   * Slots of `link` (its prefetch included) that neither an attempt holds
+   * nor a claim in flight has reserved (0 while it drains). Every claim for a worker, the scheduler's
    * or its session's (worker-session.ts, which refills the slots its exits
    * free), reserves what it asks for until its answer is assigned, so two
    * claims in flight can never together exceed the worker's slots.
    */
-  freeSlots(link: WorkerLink): number {
+  freeSlots(link: WorkerLink, withPrefetch = true): number {
     if (link.draining) return 0;
-    return Math.max(0, link.slots - link.runningCount - (this.reserved.get(link) ?? 0));
+    const capacity = link.slots + (withPrefetch ? (link.prefetch ?? 0) : 0);
+    return Math.max(0, capacity - link.runningCount - (this.reserved.get(link) ?? 0));
   }
 
   /** Reserves `n` slots of `link` (see freeSlots); the returned function releases them, once. */
@@ -206,12 +214,17 @@ export class Scheduler {
    */
   reserveForSubmit(requires: Readonly<Record<string, string>>): { link: WorkerLink; worker: ClaimingWorker; leaseMs: number; release: () => void } | null {
     if (this.stopped) return null;
-    let best: WorkerLink | null = null;
-    let bestFree = 0;
-    for (const l of this.links.values()) {
-      const free = this.freeSlots(l);
-      if (free > bestFree && satisfies(l.labels, requires)) [best, bestFree] = [l, free];
-    }
+    // A slot that starts the task now first; else a worker's prefetch (see dispatchPass).
+    const pick = (withPrefetch: boolean) => {
+      let best: WorkerLink | null = null;
+      let bestFree = 0;
+      for (const l of this.links.values()) {
+        const free = this.freeSlots(l, withPrefetch);
+        if (free > bestFree && satisfies(l.labels, requires)) [best, bestFree] = [l, free];
+      }
+      return best;
+    };
+    const best = pick(false) ?? pick(true);
     if (!best) return null;
     return { link: best, worker: { id: best.workerId, labels: best.labels }, leaseMs: this.opts.leaseMs, release: this.reserve(best, 1) };
   }
@@ -262,13 +275,13 @@ export class Scheduler {
    * but then no slot is free; a slot freed meanwhile kicks another pass.
    */
   private async dispatchPass(): Promise<void> {
-    const asks: Array<[WorkerLink, number]> = [];
-    let total = 0;
-    for (const l of this.links.values()) {
-      const free = this.freeSlots(l);
-      if (free > 0) asks.push([l, free]);
-    }
+    // Slots that can start a process now first; a worker's prefetch only when no worker has one free (a
+    // short queue must not wait in one agent's prefetch while another agent has an idle slot).
+    let asks = this.asks(false);
+    const runSlots = asks.length > 0;
+    if (!runSlots) asks = this.asks(true);
     if (asks.length === 0) return;
+    let total = 0;
     asks.sort((a, b) => b[1] - a[1]);
     const now = this.clock.now();
     const claims = await Promise.all(
@@ -285,13 +298,25 @@ export class Scheduler {
       }),
     );
     // The round stopped at the cap with every ask filled: more slots and tasks may be left.
-    if (total >= MAX_CLAIMS_PER_ROUND && claims.reduce((n, b) => n + b.length, 0) === total) this.again = true;
+    const filled = claims.reduce((n, b) => n + b.length, 0) === total;
+    if (total >= MAX_CLAIMS_PER_ROUND && filled) this.again = true;
+    // Every slot asked for was filled: tasks may be left for the prefetch (the next pass asks for it).
+    if (runSlots && filled && [...this.links.values()].some((l) => (l.prefetch ?? 0) > 0)) this.again = true;
     const unsent: Attempt[] = [];
     for (const [i, batch] of claims.entries()) {
       const link = asks[i]![0];
       for (const claim of batch) if (!link.assign(claim.task, claim.attempt)) unsent.push(claim.attempt);
     }
     await this.giveBack(unsent);
+  }
+
+  private asks(withPrefetch: boolean): Array<[WorkerLink, number]> {
+    const asks: Array<[WorkerLink, number]> = [];
+    for (const l of this.links.values()) {
+      const free = this.freeSlots(l, withPrefetch);
+      if (free > 0) asks.push([l, free]);
+    }
+    return asks;
   }
 
   /**

@@ -8,7 +8,7 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { Ajv } from 'ajv';
 import { FENCING_TOKEN_PATTERN } from '../core/ids.js';
-import { LABEL_LIMITS, LOG_LIMITS, MAX_EXIT_ERROR_CHARS, MAX_MESSAGES_PER_FRAME, type AgentMessage } from '../core/protocol.js';
+import { LABEL_LIMITS, LOG_LIMITS, MAX_EXIT_ERROR_CHARS, MAX_MESSAGES_PER_FRAME, MAX_PREFETCH, type AgentMessage } from '../core/protocol.js';
 import { OUTPUT_KEY_PATTERN, OUTPUT_LIMITS, taskOutputsProblem } from '../core/task-outputs.js';
 
 /**
@@ -19,7 +19,7 @@ import { OUTPUT_KEY_PATTERN, OUTPUT_LIMITS, taskOutputsProblem } from '../core/t
  * refused (the agent would resend it after every reconnect).
  */
 export const MAX_AGENT_FRAME_BYTES = 512 * 1024;
-/** Most attempts one hello or heartbeat may list (slots are capped at 1024; unacked ends add some). */
+/** Most attempts one hello or heartbeat may list (slots and prefetch are capped at 1024 each; unacked ends add some). */
 export const MAX_LISTED_ATTEMPTS = 4096;
 export const WORKER_ID_PATTERN = '^[A-Za-z0-9._:-]{1,100}$';
 
@@ -41,6 +41,7 @@ const Hello = Type.Object(
     running: Type.Array(Type.Object({ attemptId: AttemptId, fencingToken: Token }, closed), { maxItems: MAX_LISTED_ATTEMPTS }),
     killed: Type.Optional(Type.Array(Type.Object({ attemptId: AttemptId, fencingToken: Token, reason: Text(1000) }, closed), { maxItems: MAX_LISTED_ATTEMPTS })),
     draining: Type.Optional(Type.Boolean()),
+    prefetch: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_PREFETCH })),
   },
   closed,
 );

@@ -59,6 +59,7 @@ export interface SessionDeps {
 export class WorkerSession implements WorkerLink {
   workerId = '';
   slots = 0;
+  prefetch = 0;
   labels: Record<string, string> = {};
   /**
    * Attempts assigned to (or re-attached by) this session that have not ended: each one's fencing token,
@@ -274,6 +275,7 @@ export class WorkerSession implements WorkerLink {
     }
     this.workerId = msg.workerId;
     this.slots = msg.slots;
+    this.prefetch = msg.prefetch ?? 0;
     this.labels = msg.labels;
 
     // Re-attach attempts the agent kept running through a reconnect, if they are its own and current.
@@ -308,7 +310,7 @@ export class WorkerSession implements WorkerLink {
     for (const s of stop) if (!s.report) this.attempts.delete(s.attemptId);
     this.registered = true;
     this.send({ type: 'welcome', workerId: msg.workerId, heartbeatMs: this.scheduler.opts.heartbeatMs, leaseMs: this.scheduler.opts.leaseMs, stop });
-    this.log.info({ workerId: msg.workerId, slots: msg.slots, remote: this.remote, reattached: this.attempts.size, stop: stop.length }, 'worker connected');
+    this.log.info({ workerId: msg.workerId, slots: msg.slots, prefetch: this.prefetch, remote: this.remote, reattached: this.attempts.size, stop: stop.length }, 'worker connected');
     this.scheduler.addLink(this);
   }
 

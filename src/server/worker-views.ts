@@ -10,7 +10,8 @@
  *   draining      an admin asked it to drain (drainingAt), or its agent said so;
  *   connected     otherwise.
  * `lastSeenAt` is the latest of the store's heartbeat time and this server's
- * last frame from it. `slotsUsed` counts every running attempt on it; a user
+ * last frame from it. `slotsUsed` counts every running attempt on it (with
+ * `--prefetch`, the queued ones too: it can exceed `slots`); a user
  * sees only their own tasks among `runningAttempts`.
  */
 import type { RunningAttemptView, Store, WorkerRecord } from '../store/store.js';

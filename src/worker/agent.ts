@@ -57,9 +57,14 @@
  *   exit, until `exit_ack`). After a server's `drain` the agent then stays
  *   connected, idle; after `drain()` it waits (at most EXIT_ACK_WAIT_MS) for
  *   the server to ack every exit, then closes.
- * - Capacity is the server's to respect: an `assign` beyond `slots` still
- *   runs (with a warning) rather than silently vanish; an `assign` during
- *   `close()` is ignored and becomes `lost` on the server.
+ * - Prefetch (`prefetch`, default 0): up to that many assignments beyond
+ *   `slots` wait in a queue and start as slots free (prefetch-queue.ts has
+ *   their contract: leased, listed and self-fenced like running ones; a
+ *   cancel ends one without starting it; a drain or close gives them back
+ *   as `lost`).
+ * - Capacity is the server's to respect: an `assign` beyond `slots` and the
+ *   prefetch still runs (with a warning) rather than silently vanish; an
+ *   `assign` during `close()` is ignored and becomes `lost` on the server.
  * - close() stops running attempts as `lost` ("worker shutting down"): they
  *   run again elsewhere without using a retry.
  */
@@ -69,9 +74,10 @@ import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { selfFencePlan } from '../core/lease.js';
-import { DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS, DEFAULT_MAX_LOG_BYTES, LOG_LIMITS, PROTOCOL_VERSION, type AgentMessage, type AssignedAttempt, type ServerMessage, type StopOrder } from '../core/protocol.js';
+import { DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS, DEFAULT_MAX_LOG_BYTES, LOG_LIMITS, MAX_PREFETCH, PROTOCOL_VERSION, type AgentMessage, type AssignedAttempt, type ServerMessage, type StopOrder } from '../core/protocol.js';
 import { Connection } from './connection.js';
 import { HeldAttempt, type HeldRunnerOptions } from './held-attempt.js';
+import { PrefetchQueue, type Queued } from './prefetch-queue.js';
 import { refusalHint } from './refusal-hint.js';
 import { silentLogger, type Logger } from './logger.js';
 import { reapLeftovers } from './leftovers.js';
@@ -93,6 +99,8 @@ export interface AgentOptions {
   token: string;
   /** Max concurrent attempts. */
   slots: number;
+  /** Assignments taken beyond `slots`, queued until a slot frees (prefetch-queue.ts); 0..MAX_PREFETCH, default 0. */
+  prefetch?: number;
   labels?: Record<string, string>;
   /** Default `${hostname}-${6 random hex}`. */
   workerId?: string;
@@ -187,6 +195,7 @@ class WorkerAgent implements Agent {
   private readonly log: Logger;
   private readonly conn: Connection;
   private readonly held = new Map<number, HeldAttempt>();
+  private readonly queued: PrefetchQueue;
   private readonly runner: HeldRunnerOptions & { killGraceMs: number };
   private readonly spares: SpareWorkDirs | null = null;
   private readonly reaper: ReaperClient | null = null;
@@ -221,6 +230,9 @@ class WorkerAgent implements Agent {
   constructor(private readonly opts: AgentOptions) {
     if (!Number.isInteger(opts.slots) || opts.slots < 1) throw new RangeError('slots must be a positive integer');
     if (!opts.token) throw new Error('a worker token is required');
+    const prefetch = opts.prefetch ?? 0;
+    if (!Number.isInteger(prefetch) || prefetch < 0 || prefetch > MAX_PREFETCH) throw new RangeError(`prefetch must be an integer from 0 to ${MAX_PREFETCH}`);
+    this.queued = new PrefetchQueue(prefetch);
     if (opts.executor !== undefined && !isExecutor(opts.executor)) throw new RangeError(`executor must be one of ${EXECUTORS.join(', ')}`);
     const drainTimeoutMs = opts.drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS;
     if (!Number.isFinite(drainTimeoutMs) || drainTimeoutMs < 0) throw new RangeError('drainTimeoutMs must be a non-negative number of milliseconds');
@@ -303,6 +315,7 @@ class WorkerAgent implements Agent {
   }
 
   private async shutdown(): Promise<void> {
+    this.giveBackQueued('worker shutting down');
     const live = [...this.held.values()].filter((h) => !h.result);
     // Lost, not cancelled: the task runs again elsewhere without using a retry.
     for (const h of live) h.run.kill('lost', 'worker shutting down');
@@ -343,6 +356,7 @@ class WorkerAgent implements Agent {
       this.log.info({ drainTimeoutMs: this.drainTimeoutMs }, 'draining: accepting no more work');
       // Sent whenever the socket is open: after a reconnect it follows the hello (onOpen).
       this.conn.send({ type: 'draining' });
+      this.giveBackQueued('worker is draining');
       this.drained = this.finishOrStop();
     }
     return this.drained;
@@ -398,13 +412,14 @@ class WorkerAgent implements Agent {
   private sendHello(): void {
     const killed = [...this.selfFenced];
     this.killedInHello = killed.length;
-    const running = this.reported();
+    const running = [...this.reported(), ...this.queued.values().map((q) => q.attempt)];
     this.helloSend = { sentAt: performance.now(), ids: running.map((h) => h.attemptId) };
     this.conn.send({
       type: 'hello',
       workerId: this.workerId,
       hostname: os.hostname(),
       slots: this.opts.slots,
+      ...(this.queued.capacity > 0 ? { prefetch: this.queued.capacity } : {}),
       labels: this.opts.labels ?? {},
       version: PROTOCOL_VERSION,
       running: running.map((h) => ({ attemptId: h.attemptId, fencingToken: h.fencingToken })),
@@ -513,6 +528,7 @@ class WorkerAgent implements Agent {
     for (const id of send.ids) {
       const h = this.held.get(id);
       if (h) h.leaseConfirmedAt = Math.max(h.leaseConfirmedAt, send.sentAt);
+      else this.queued.confirm(id, send.sentAt);
     }
   }
 
@@ -530,6 +546,8 @@ class WorkerAgent implements Agent {
 
   /** One stop order (or `cancel`); repeats are harmless: a kill and a forget happen once. */
   private stop(o: StopOrder): void {
+    const q = this.queued.take(o.attemptId);
+    if (q) return this.stopQueued(q, o);
     const h = this.held.get(o.attemptId);
     if (!h || h.forgotten) return;
     if (!o.report) {
@@ -544,7 +562,7 @@ class WorkerAgent implements Agent {
   }
 
   private onAssign(a: AssignedAttempt): void {
-    if (this.held.has(a.attemptId)) return; // a repeated assign: already ours
+    if (this.held.has(a.attemptId) || this.queued.has(a.attemptId)) return; // a repeated assign: already ours
     if (this.drained) {
       // Not run: reported lost at once (held like any attempt until exit_ack), so the server requeues it.
       this.log.warn({ attemptId: a.attemptId, taskId: a.taskId }, 'refused an assignment while draining');
@@ -556,19 +574,70 @@ class WorkerAgent implements Agent {
       this.log.warn({ attemptId: a.attemptId }, 'ignored an assignment while shutting down');
       return;
     }
-    const running = [...this.held.values()].filter((h) => !h.result).length;
-    if (running >= this.opts.slots) this.log.warn({ attemptId: a.attemptId, running, slots: this.opts.slots }, 'assigned beyond capacity; running it anyway');
     // debug, like 'attempt ended' below: a line per task is a measurable share of a busy agent's work (issue 9).
     // `assignedAt`: the agent's clock (as spawnedAt below) when it took the assignment up: a latency's
     // server part and agent part are told apart by it.
     this.log.debug({ attemptId: a.attemptId, taskId: a.taskId, attempt: a.number, assignedAt: performance.timeOrigin + performance.now() }, 'attempt assigned');
+    // Behind those already queued (oldest first), unless the queue is full; startQueued then runs what a free slot can take.
+    if (this.queued.push(a, performance.now())) {
+      this.startQueued();
+      return;
+    }
+    const running = this.liveCount();
+    if (running >= this.opts.slots) this.log.warn({ attemptId: a.attemptId, running, slots: this.opts.slots, prefetch: this.queued.capacity }, 'assigned beyond capacity; running it anyway');
     this.hold(a, this.runner);
     this.scheduleFence();
   }
 
-  private hold(a: AssignedAttempt, runner: HeldRunnerOptions): HeldAttempt {
-    // See the contract at the top: the lease was set by the claim just before this assign was sent.
-    const confirmedAt = performance.now();
+  /** Attempts holding a slot: started (or starting) and not ended. */
+  private liveCount(): number {
+    let n = 0;
+    for (const h of this.held.values()) if (!h.result) n++;
+    return n;
+  }
+
+  /** Starts queued attempts, oldest first, while a slot is free (not while draining or closing: those gave the queue back). */
+  private startQueued(): void {
+    if (this.queued.size === 0 || this.drained || this.closing) return;
+    while (this.liveCount() < this.opts.slots) {
+      const q = this.queued.shift();
+      if (!q) break;
+      this.hold(q.attempt, this.runner, q.leaseConfirmedAt);
+    }
+    this.scheduleFence();
+  }
+
+  /**
+   * A stop order for a queued attempt: it never starts. A cancel (report) is
+   * reported `cancelled` through a HeldAttempt that runs nothing (the noop
+   * executor, killed before it starts: no `started`, just the exit); a
+   * `report: false` stop drops it, as the server asked.
+   */
+  private stopQueued(q: Queued, o: StopOrder): void {
+    if (!o.report) {
+      this.log.warn({ attemptId: o.attemptId, reason: o.reason }, 'server says the queued attempt must not go on; dropped it, reporting nothing');
+      this.scheduleFence();
+      return;
+    }
+    this.log.info({ attemptId: o.attemptId, reason: o.reason }, 'cancelled a queued attempt before it started');
+    const h = this.hold(q.attempt, { ...this.runner, executor: 'noop' }, q.leaseConfirmedAt);
+    h.stopOrdered = true;
+    h.run.kill('cancelled', o.reason || null);
+  }
+
+  /** Drain or close: every queued attempt is reported `lost` at once (never started), so it runs elsewhere without using a retry. */
+  private giveBackQueued(reason: string): void {
+    const all = this.queued.clear();
+    if (all.length === 0) return;
+    this.log.info({ attempts: all.map((q) => q.attempt.attemptId), reason }, 'giving back the queued attempts (reported lost, never started)');
+    for (const q of all) this.hold(q.attempt, { ...this.runner, executor: 'noop' }, q.leaseConfirmedAt).run.kill('lost', reason);
+    this.scheduleFence();
+  }
+
+  private hold(a: AssignedAttempt, runner: HeldRunnerOptions, leaseConfirmedAt?: number): HeldAttempt {
+    // See the contract at the top: the lease was set by the claim just before this assign was sent
+    // (a queued attempt brings its own, from its arrival or a later confirmed heartbeat).
+    const confirmedAt = leaseConfirmedAt ?? performance.now();
     // `spawnedAt`: epoch ms with a fraction (performance.timeOrigin + now()), the agent's clock just after the
     // spawn; `npm run bench` reads it (at --log-level debug) for submit → process started.
     const onSpawned = (pid: number) => this.log.debug({ attemptId: a.attemptId, taskId: a.taskId, pid, spawnedAt: performance.timeOrigin + performance.now() }, 'process started');
@@ -580,6 +649,8 @@ class WorkerAgent implements Agent {
       this.log.debug({ attemptId: a.attemptId, taskId: a.taskId, ...result }, 'attempt ended');
       if (h.forgotten && this.held.get(a.attemptId) === h) this.held.delete(a.attemptId);
       this.opts.onAttemptEnd?.(a, result, !h.forgotten);
+      // A slot freed: the oldest queued attempt takes it.
+      this.startQueued();
       this.scheduleFence();
       this.changed();
     });
@@ -640,7 +711,7 @@ class WorkerAgent implements Agent {
         return;
       }
       const seq = ++this.heartbeatSeq;
-      const ids = this.reported().map((h) => h.attemptId);
+      const ids = [...this.reported().map((h) => h.attemptId), ...this.queued.values().map((q) => q.attempt.attemptId)];
       const sentAt = performance.now();
       if (this.conn.send({ type: 'heartbeat', seq, running: ids })) this.heartbeats.set(seq, { sentAt, ids });
       // An answer to a heartbeat older than a lease could confirm nothing still leased: stop waiting for it.
@@ -672,6 +743,7 @@ class WorkerAgent implements Agent {
       const pgid = h.run.pid;
       if (pgid !== null) this.reaper?.deadline(pgid, plan.stopAt + Math.min(REAPER_LAG_MS, plan.graceMs / 2), plan.stopAt + plan.graceMs);
     }
+    for (const q of this.queued.values()) next = Math.min(next, selfFencePlan(q.leaseConfirmedAt, this.leaseMs, this.runner.killGraceMs).stopAt);
     if (next === Number.POSITIVE_INFINITY) return;
     this.fenceTimer = setTimeout(() => this.fenceDue(), Math.max(0, Math.ceil(next - performance.now())));
     // Running attempts keep the process alive anyway; this timer alone must not.
@@ -693,6 +765,16 @@ class WorkerAgent implements Agent {
       this.log.warn({ attemptId: h.attemptId, unconfirmedMs, leaseMs: this.leaseMs, graceMs }, 'lease renewal not confirmed in time; stopping the attempt (self-fencing)');
       this.selfFenced.push({ attemptId: h.attemptId, fencingToken: h.fencingToken, reason });
       this.forget(h, 'lost', reason, { graceMs });
+      fenced++;
+    }
+    // Queued attempts have no process to stop: dropped, and reported in the next hello like the others.
+    for (const q of this.queued.values()) {
+      const unconfirmedMs = Math.round(now - q.leaseConfirmedAt);
+      if (selfFencePlan(q.leaseConfirmedAt, this.leaseMs, this.runner.killGraceMs).stopAt > now + 1) continue;
+      this.queued.take(q.attempt.attemptId);
+      const reason = `no server confirmed the lease for ${humanMs(unconfirmedMs)} (lease ${humanMs(this.leaseMs)}): dropped by the agent before it started (self-fencing)`;
+      this.log.warn({ attemptId: q.attempt.attemptId, unconfirmedMs, leaseMs: this.leaseMs }, 'lease renewal not confirmed in time; dropping the queued attempt (self-fencing)');
+      this.selfFenced.push({ attemptId: q.attempt.attemptId, fencingToken: q.attempt.fencingToken, reason });
       fenced++;
     }
     // A server that confirms no heartbeat is of no use: reconnect (maybe elsewhere) and report the kills in the hello.

@@ -28,6 +28,7 @@ class Link implements WorkerLink {
     readonly workerId: string,
     readonly slots: number,
     readonly labels: Record<string, string> = {},
+    readonly prefetch = 0,
   ) {}
   get runningCount() {
     return this.attempts.size;
@@ -204,6 +205,35 @@ describe('scheduler', () => {
     small.draining = true;
     assert.equal(sched.reserveForSubmit({ gpu: 'yes' }), null, 'a draining worker takes no new work');
     assert.equal(sched.reserveForSubmit({ os: 'windows' }), null);
+  });
+
+  it('prefetch: free slots count it; a slot that starts a task now goes first, on submit and in a dispatch pass', async () => {
+    const queueing = new Link('queueing', 1, {}, 3);
+    const plain = new Link('plain', 1);
+    assert.equal(sched.freeSlots(queueing), 4);
+    assert.equal(sched.freeSlots(queueing, false), 1);
+    sched.addLink(queueing);
+    sched.addLink(plain);
+    await sched.whenIdle();
+    // Submits: one to each worker's slot before any waits in the prefetch.
+    const first = sched.reserveForSubmit({})!;
+    const second = sched.reserveForSubmit({})!;
+    assert.notEqual(first.link, second.link);
+    const third = sched.reserveForSubmit({})!;
+    assert.equal(third.link, queueing, 'then the prefetch');
+    for (const r of [first, second, third]) r.release();
+    // A pass with two tasks waiting and both workers idle: one each, none queued behind the other.
+    sched.start();
+    for (let i = 0; i < 2; i++) await submit({ name: `short${i}` });
+    sched.kick();
+    await sched.whenIdle();
+    assert.deepEqual([queueing.attempts.size, plain.attempts.size], [1, 1]);
+    // More than the slots: the rest fills the prefetch (in the pass the filled slots ask for), never beyond it.
+    for (let i = 0; i < 5; i++) await submit({ name: `more${i}` });
+    sched.kick();
+    await sched.whenIdle();
+    assert.deepEqual([queueing.attempts.size, plain.attempts.size], [4, 1]);
+    assert.equal((await store.listTasks({ state: 'waiting', limit: 10 })).tasks.length, 2);
   });
 
   it('one pass fills every free slot of every worker, most free first, never beyond its slots', async () => {

@@ -21,6 +21,8 @@ describe('parseAgentFrame', () => {
   it('accepts well-formed messages of every type', () => {
     for (const m of [
       hello({ labels: { gpu: 'yes', 'my key': 'v' }, running: [{ attemptId: 3, fencingToken: TOKEN }], killed: [{ attemptId: 4, fencingToken: TOKEN, reason: 'self-fencing' }] }),
+      hello({ prefetch: 0 }),
+      hello({ prefetch: 1024, draining: true }),
       { type: 'draining' },
       { type: 'heartbeat', seq: 0, running: [1, 2] },
       { type: 'started', attemptId: 1, fencingToken: TOKEN, pid: 77 },
@@ -79,6 +81,7 @@ describe('parseAgentFrame', () => {
     refused({ type: 'log', attemptId: 1, fencingToken: TOKEN, seq: 0, stream: 'stdout', data: 'A'.repeat(100_000) }, /^log\.data:/);
     refused(hello({ workerId: '../etc' }), /^hello\.workerId:/);
     refused(hello({ slots: 0 }), /^hello\.slots:/);
+    for (const prefetch of [-1, 1.5, 1025, '2']) refused(hello({ prefetch }), /^hello\.prefetch:/);
     refused(hello({ extra: 1 }), /additional properties \(extra\)/);
     refused(hello({ labels: Object.fromEntries(Array.from({ length: LABEL_LIMITS.count + 1 }, (_, i) => [`k${i}`, 'v'])) }), /^hello\.labels:/);
     refused(hello({ labels: { k: 'v'.repeat(LABEL_LIMITS.valueLength + 1) } }), /^hello\.labels\.k:/);

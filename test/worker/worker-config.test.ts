@@ -1,4 +1,4 @@
-/** `drover worker` flags that belong to the agent: --pass-env. (The rest is covered by test/cli/parse.test.ts.) */
+/** `drover worker` flags that belong to the agent: --pass-env, --label, --max-log, --prefetch. (The rest is covered by test/cli/parse.test.ts.) */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { buildWorkerConfig } from '../../src/cli/commands/worker.js';
@@ -54,6 +54,20 @@ describe('worker config: --max-log', () => {
     }
     for (const bad of ['1023', '65GiB']) {
       assert.throws(() => buildWorkerConfig({ ...base, maxLog: bad }, 't', {}), usage(/^invalid --max-log ".*": must be 1024\.\.68719476736 bytes$/), bad);
+    }
+  });
+});
+
+describe('worker config: --prefetch', () => {
+  it('defaults to 0; takes an integer 0..1024', () => {
+    assert.equal(buildWorkerConfig(base, 't', {}).prefetch, 0);
+    assert.equal(buildWorkerConfig({ ...base, prefetch: '20' }, 't', {}).prefetch, 20);
+    assert.equal(buildWorkerConfig({ ...base, prefetch: '0' }, 't', {}).prefetch, 0);
+    assert.equal(buildWorkerConfig({ ...base, prefetch: '1024' }, 't', {}).prefetch, 1024);
+  });
+  it('refuses what is not an integer 0..1024, naming --prefetch', () => {
+    for (const bad of ['', 'many', '-1', '1.5', '1025', '1e3']) {
+      assert.throws(() => buildWorkerConfig({ ...base, prefetch: bad }, 't', {}), usage(/^invalid --prefetch ".*": expected an integer 0\.\.1024$/), bad);
     }
   });
 });

@@ -20,7 +20,7 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Command } from '../commander.js';
 import { selfFencePlan } from '../../core/lease.js';
-import { DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS, DEFAULT_MAX_LOG_BYTES, LABEL_LIMITS } from '../../core/protocol.js';
+import { DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS, DEFAULT_MAX_LOG_BYTES, LABEL_LIMITS, MAX_PREFETCH } from '../../core/protocol.js';
 import type { GlobalOptions } from '../context.js';
 import type { Logger } from '../../worker/logger.js';
 import { collect, parseDurationFlag, parseHttpUrl, parseIntFlag, parseKeyValues, parseSizeFlag } from '../parse.js';
@@ -44,6 +44,7 @@ const REAPER_MAX_GRACE_MS = 2_000;
 interface WorkerFlags {
   server?: string[];
   slots?: string;
+  prefetch?: string;
   label?: string[];
   workDir?: string;
   id?: string;
@@ -68,6 +69,8 @@ export interface WorkerConfig {
   servers: string[];
   token: string;
   slots: number;
+  /** Assignments queued beyond the slots (--prefetch; worker/prefetch-queue.ts). */
+  prefetch: number;
   labels: Record<string, string>;
   workerId: string | undefined;
   workDir: string;
@@ -95,6 +98,7 @@ export function buildWorkerConfig(flags: WorkerFlags, globalToken: string | unde
   const token = globalToken || env.DROVER_TOKEN;
   if (!token) throw new UsageError('missing --token: pass --token T or set DROVER_TOKEN to a worker token (drover token create --name NAME --role worker)');
   const slots = flags.slots !== undefined ? parseIntFlag('--slots', flags.slots, 1, 1024) : availableParallelism();
+  const prefetch = flags.prefetch !== undefined ? parseIntFlag('--prefetch', flags.prefetch, 0, MAX_PREFETCH) : 0;
   const labels = parseKeyValues('--label', flags.label);
   if (Object.keys(labels).length > LABEL_LIMITS.count) throw new UsageError(`too many --label flags: at most ${LABEL_LIMITS.count}`);
   for (const [k, v] of Object.entries(labels)) {
@@ -123,7 +127,7 @@ export function buildWorkerConfig(flags: WorkerFlags, globalToken: string | unde
   if (!isLogLevel(flags.logLevel)) throw new UsageError(`invalid --log-level "${flags.logLevel.slice(0, 40)}": expected one of ${LOG_LEVELS.join(', ')}`);
   const logFormat = flags.logFormat ?? defaultLogFormat(Boolean(process.stderr.isTTY));
   if (logFormat !== 'human' && logFormat !== 'json') throw new UsageError(`invalid --log-format "${logFormat.slice(0, 40)}": expected human or json`);
-  return { servers, token, slots, labels, workerId: flags.id, workDir, executor, drainTimeoutMs, maxLogBytes, passEnv, logLevel: flags.logLevel, logFormat };
+  return { servers, token, slots, prefetch, labels, workerId: flags.id, workDir, executor, drainTimeoutMs, maxLogBytes, passEnv, logLevel: flags.logLevel, logFormat };
 }
 
 export function workerCommand(): Command {
@@ -132,6 +136,7 @@ export function workerCommand(): Command {
     .option('--server <url>', 'a Drover server; repeat for several (default: env DROVER_URL)', collect)
     .option('--token <token>', 'a worker token (default: env DROVER_TOKEN)')
     .option('--slots <n>', 'attempts run at once, 1..1024 (default: number of CPUs)')
+    .option('--prefetch <n>', `assignments taken beyond --slots and queued until a slot frees, 0..${MAX_PREFETCH}: short tasks start without waiting for the server's refill, but a queued task waits behind this worker's running ones (default: 0)`)
     .option('--label <K=V>', 'a label of this worker (repeatable); tasks submitted with --require K=V run only on workers with that label', collect)
     .option('--work-dir <dir>', 'parent of the attempts\' work directories (default: <tmpdir>/drover-worker-<id or pid>)')
     .option('--id <id>', 'stable worker id (default: chosen by the agent)')
@@ -176,6 +181,7 @@ export function workerCommand(): Command {
         servers: cfg.servers,
         token: cfg.token,
         slots: cfg.slots,
+        prefetch: cfg.prefetch,
         labels: cfg.labels,
         workDir: cfg.workDir,
         executor: cfg.executor,
@@ -202,7 +208,8 @@ export function workerCommand(): Command {
       }
       const runs = cfg.executor === 'noop' ? 'noop executor (attempts run nothing and succeed at once)' : `work dir ${cfg.workDir}`;
       // Printed at every level: it says the agent is up, with its signal handlers in place (tests wait for it).
-      process.stderr.write(`drover worker ${agent.workerId}: ${plural(cfg.slots, 'slot')}, ${cfg.servers.length === 1 ? 'server' : 'servers'} ${cfg.servers.join(', ')}, ${runs}\n`);
+      const queue = cfg.prefetch > 0 ? ` (+${cfg.prefetch} prefetched)` : '';
+      process.stderr.write(`drover worker ${agent.workerId}: ${plural(cfg.slots, 'slot')}${queue}, ${cfg.servers.length === 1 ? 'server' : 'servers'} ${cfg.servers.join(', ')}, ${runs}\n`);
     });
 }
 

@@ -1,0 +1,194 @@
+/**
+ * The agent's prefetch (`AgentOptions.prefetch`, worker/prefetch-queue.ts),
+ * against the fake server with real processes: assignments beyond the slots
+ * wait, leased and listed, and start in arrival order as slots free; a cancel
+ * or a stop ends a queued one without starting it; a drain gives the queue
+ * back as `lost`; self-fencing drops queued ones with the running ones.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { AgentMessage, AssignedAttempt } from '../../src/core/protocol.js';
+import { startAgent } from '../../src/worker/agent.js';
+import { PrefetchQueue } from '../../src/worker/prefetch-queue.js';
+import { FakeServer, TOKEN } from './fake-server.js';
+import { fencingToken, tempDir } from './helpers.js';
+import { connectAgent } from './agent-harness.js';
+
+let nextId = 1_500;
+function attempt(over: Partial<AssignedAttempt> = {}): AssignedAttempt {
+  const id = nextId++;
+  return { attemptId: id, fencingToken: fencingToken(), taskId: `01PREF${id}`, number: 1, command: 'sleep', args: ['0.2'], script: null, interpreter: [], env: {}, timeoutMs: null, ...over };
+}
+
+const of = (conn: { messages: AgentMessage[] }, type: AgentMessage['type'], id: number) => conn.messages.findIndex((m) => m.type === type && 'attemptId' in m && m.attemptId === id);
+
+describe('PrefetchQueue', () => {
+  it('is first in, first out, up to its capacity; take, confirm and clear', () => {
+    const q = new PrefetchQueue(2);
+    const [a, b, c] = [attempt(), attempt(), attempt()];
+    assert.equal(q.push(a, 1), true);
+    assert.equal(q.push(b, 2), true);
+    assert.equal(q.push(c, 3), false, 'full');
+    assert.equal(q.size, 2);
+    q.confirm(b.attemptId, 10);
+    q.confirm(b.attemptId, 5); // never backwards
+    assert.deepEqual(q.values().map((x) => [x.attempt.attemptId, x.leaseConfirmedAt]), [[a.attemptId, 1], [b.attemptId, 10]]);
+    assert.equal(q.shift()?.attempt, a);
+    assert.equal(q.push(c, 4), true);
+    assert.equal(q.take(c.attemptId)?.attempt, c);
+    assert.equal(q.take(c.attemptId), undefined);
+    assert.deepEqual(q.clear().map((x) => x.attempt), [b]);
+    assert.equal(q.shift(), undefined);
+    assert.equal(new PrefetchQueue(0).push(a, 0), false, 'capacity 0 queues nothing');
+    for (const bad of [-1, 1.5, Number.NaN]) assert.throws(() => new PrefetchQueue(bad), RangeError);
+  });
+});
+
+describe('agent prefetch', { timeout: 30_000 }, () => {
+  let tmp: ReturnType<typeof tempDir>;
+  before(() => (tmp = tempDir('drover-prefetch-')));
+  after(() => tmp.remove());
+
+  it('refuses a prefetch that is not an integer from 0 to 1024', async () => {
+    for (const prefetch of [-1, 1.5, 1025]) {
+      await assert.rejects(startAgent({ servers: ['http://127.0.0.1:9'], token: TOKEN, slots: 1, prefetch, workDir: tmp.dir }), /prefetch must be an integer from 0 to 1024/);
+    }
+  });
+
+  it('says its prefetch in the hello (none without one)', async () => {
+    const server = await FakeServer.start();
+    try {
+      const a = await connectAgent(server, tmp.dir, { slots: 1, prefetch: 3 });
+      assert.equal(a.hello.prefetch, 3);
+      await a.agent.close();
+      const b = await connectAgent(server, tmp.dir, { slots: 1 });
+      assert.equal('prefetch' in b.hello, false);
+      await b.agent.close();
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('slots 1, prefetch 2: three assignments run one at a time, in arrival order, all listed in heartbeats; a fourth runs anyway', async () => {
+    const server = await FakeServer.start();
+    const { agent, conn, endOf } = await connectAgent(server, tmp.dir, { slots: 1, prefetch: 2 });
+    try {
+      conn.autoAck = true;
+      const [a1, a2, a3] = [attempt(), attempt(), attempt()];
+      for (const a of [a1, a2, a3]) conn.send({ type: 'assign', attempt: a });
+      await conn.next('started', (m) => m.attemptId === a1.attemptId);
+      // All three are this worker's: their leases are renewed while two of them wait.
+      await conn.next('heartbeat', (h) => [a1, a2, a3].every((a) => h.running.includes(a.attemptId)));
+      assert.equal(of(conn, 'started', a2.attemptId), -1, 'a2 waits for the slot');
+      // Beyond slots + prefetch: run at once rather than lost (the server's to respect; see agent.ts).
+      const a4 = attempt();
+      conn.send({ type: 'assign', attempt: a4 });
+      await conn.next('started', (m) => m.attemptId === a4.attemptId);
+      for (const a of [a1, a2, a3, a4]) assert.equal((await endOf(a.attemptId)).result.outcome, 'succeeded');
+      // Each queued one started after the one before it had ended.
+      assert.ok(of(conn, 'exit', a1.attemptId) < of(conn, 'started', a2.attemptId), 'a2 after a1');
+      assert.ok(of(conn, 'exit', a2.attemptId) < of(conn, 'started', a3.attemptId), 'a3 after a2');
+      assert.ok(of(conn, 'started', a4.attemptId) < of(conn, 'started', a2.attemptId), 'a4 ran beside a1');
+    } finally {
+      await agent.close();
+      await server.close();
+    }
+  });
+
+  it('a cancel ends a queued attempt as cancelled without starting it; a report: false stop drops one, reporting nothing', async () => {
+    const server = await FakeServer.start();
+    const { agent, conn, endOf } = await connectAgent(server, tmp.dir, { slots: 1, prefetch: 2 });
+    try {
+      conn.autoAck = true;
+      const running = attempt({ args: ['100'] });
+      const [cancelled, dropped] = [attempt(), attempt()];
+      for (const a of [running, cancelled, dropped]) conn.send({ type: 'assign', attempt: a });
+      await conn.next('started', (m) => m.attemptId === running.attemptId);
+      conn.send({ type: 'cancel', attemptId: cancelled.attemptId, reason: 'cancelled by alice' });
+      const exit = await conn.next('exit', (m) => m.attemptId === cancelled.attemptId);
+      assert.equal(exit.outcome, 'cancelled');
+      assert.equal(exit.error, 'cancelled by alice');
+      assert.equal(exit.exitCode, null);
+      conn.stopOrders = [{ attemptId: dropped.attemptId, reason: 'attempt is no longer current', report: false }];
+      await conn.next('heartbeat', (h) => !h.running.includes(dropped.attemptId) && h.running.includes(running.attemptId));
+      conn.stopOrders = [];
+      conn.send({ type: 'cancel', attemptId: running.attemptId, reason: 'done' });
+      assert.equal((await endOf(running.attemptId)).result.outcome, 'cancelled');
+      await conn.next('exit', (m) => m.attemptId === running.attemptId);
+      // Neither queued one ever started, and the dropped one said nothing at all.
+      for (const a of [cancelled, dropped]) assert.equal(of(conn, 'started', a.attemptId), -1);
+      assert.equal(of(conn, 'exit', dropped.attemptId), -1);
+    } finally {
+      await agent.close();
+      await server.close();
+    }
+  });
+
+  it('a drain gives the queue back at once, reported lost and never started; the running attempt finishes', async () => {
+    const server = await FakeServer.start();
+    const { agent, conn, endOf } = await connectAgent(server, tmp.dir, { slots: 1, prefetch: 2 });
+    try {
+      conn.autoAck = true;
+      const running = attempt({ args: ['0.5'] });
+      const queued = [attempt(), attempt()];
+      for (const a of [running, ...queued]) conn.send({ type: 'assign', attempt: a });
+      await conn.next('started', (m) => m.attemptId === running.attemptId);
+      conn.send({ type: 'drain', reason: 'test' });
+      for (const a of queued) {
+        const exit = await conn.next('exit', (m) => m.attemptId === a.attemptId);
+        assert.equal(exit.outcome, 'lost');
+        assert.equal(exit.error, 'worker is draining');
+      }
+      assert.equal(of(conn, 'exit', running.attemptId), -1, 'given back while the running one still runs');
+      assert.equal((await endOf(running.attemptId)).result.outcome, 'succeeded');
+      for (const a of queued) assert.equal(of(conn, 'started', a.attemptId), -1);
+    } finally {
+      await agent.close();
+      await server.close();
+    }
+  });
+
+  it('close() gives the queue back as lost (worker shutting down)', async () => {
+    const server = await FakeServer.start();
+    const { agent, conn } = await connectAgent(server, tmp.dir, { slots: 1, prefetch: 1 });
+    try {
+      const running = attempt({ args: ['100'] });
+      const queued = attempt();
+      for (const a of [running, queued]) conn.send({ type: 'assign', attempt: a });
+      await conn.next('started', (m) => m.attemptId === running.attemptId);
+      await agent.close();
+      const exit = await conn.next('exit', (m) => m.attemptId === queued.attemptId);
+      assert.deepEqual([exit.outcome, exit.error], ['lost', 'worker shutting down']);
+      assert.equal(of(conn, 'started', queued.attemptId), -1);
+    } finally {
+      await agent.close();
+      await server.close();
+    }
+  });
+
+  it('self-fencing drops queued attempts too: none starts, each is in the next hello as killed', async () => {
+    const server = await FakeServer.start();
+    const { agent, conn } = await connectAgent(server, tmp.dir, { slots: 1, prefetch: 2, killGraceMs: 300 }, { heartbeatMs: 200, leaseMs: 1_500 });
+    try {
+      const running = attempt({ args: ['100'] });
+      const queued = [attempt(), attempt()];
+      for (const a of [running, ...queued]) conn.send({ type: 'assign', attempt: a });
+      await conn.next('started', (m) => m.attemptId === running.attemptId);
+      conn.answerHeartbeats = false;
+      const next = await server.nextConnection();
+      const hello = await next.welcome();
+      const killed = new Map((hello.killed ?? []).map((k) => [k.attemptId, k]));
+      for (const a of queued) {
+        assert.equal(killed.get(a.attemptId)?.fencingToken, a.fencingToken);
+        assert.match(killed.get(a.attemptId)!.reason, /dropped by the agent before it started \(self-fencing\)/);
+        assert.equal(of(conn, 'started', a.attemptId), -1);
+        assert.equal(of(next, 'started', a.attemptId), -1);
+      }
+      assert.match(killed.get(running.attemptId)?.reason ?? '', /stopped by the agent/);
+      assert.deepEqual(hello.running.filter((r) => queued.some((a) => a.attemptId === r.attemptId)), [], 'no longer listed as its own');
+    } finally {
+      await agent.close();
+      await server.close();
+    }
+  });
+});
