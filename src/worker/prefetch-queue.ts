@@ -6,9 +6,13 @@
  * (its exit reported, the server's end-and-claim committed, the assignment
  * pushed) after every task. With N queued, the next task starts the moment
  * a slot frees while the refill happens in the background. Measured (issue
- * 9, a 20,000-task no-op drain, one agent with 10 slots, alternating runs):
- * PostgreSQL 1,613, 2,001 and 1,614 tasks/s with 10 attempts held against
- * 2,052, 2,244 and 2,262/s with 20.
+ * 9; 20,000 no-op tasks waiting, then one `--executor noop --slots 10` agent,
+ * the bench's drain method, runs alternating): PostgreSQL 1,543, 1,447 and
+ * 1,642 tasks/s without prefetch against 2,406, 2,064 and 1,985/s with
+ * `--prefetch 20` (the server waits on the database between refills, and
+ * the queue keeps the slots busy meanwhile); SQLite 3,632, 2,870 and 3,246/s
+ * against 3,188, 4,111 and 3,577/s, within the noise (there the server's
+ * own CPU is the bound, not the wait).
  * The cost: a queued task waits behind this agent's running ones even when
  * another agent has a free slot, so the default is 0 (none), and the
  * scheduler fills a worker's prefetch only when no worker has a free slot
