@@ -5,20 +5,11 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { until } from './cli-run.js';
 import { startCluster, type Cluster } from './harness.js';
 
 /** Prints its start and end times (ns) around a sleep, so overlaps between tasks show in their logs. */
 const timed = (sleep: string) => ({ script: `echo "start $(date +%s%N)"; sleep ${sleep}; echo "end $(date +%s%N)"` });
-
-async function until<T>(what: string, probe: () => Promise<T | undefined | false>, ms = 20_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined && v !== false) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 describe('e2e: drover worker --prefetch', () => {
   let c: Cluster;
@@ -61,7 +52,7 @@ describe('e2e: drover worker --prefetch', () => {
     const queued = [await c.api.submit({ command: 'true' }), await c.api.submit({ command: 'true' })];
     await until('both queued on busy', async () => {
       const ws = (await c.api.req('GET', '/v1/workers')).body.workers as Array<{ id: string; slotsUsed: number }>;
-      return ws.find((x) => x.id === 'busy')?.slotsUsed === 3;
+      return ws.find((x) => x.id === 'busy')?.slotsUsed === 3 ? true : undefined;
     });
     await c.startWorker({ id: 'other', slots: 2 });
     const t0 = Date.now();
