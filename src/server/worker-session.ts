@@ -35,6 +35,19 @@ import { parseAgentFrame, type HelloMessage } from './worker-messages.js';
 import { closeReason } from './close-reason.js';
 
 const HELLO_TIMEOUT_MS = 10_000;
+/**
+ * Batches of one session whose store writes may be in flight at once (see
+ * handleQueued). Measured (issue 9; 20,000 no-op tasks waiting, then one
+ * `--executor noop --slots 10` agent, PostgreSQL, tasks/s, two rounds, each
+ * value with `--prefetch 20` / `--prefetch 40`): 1 in flight 1,755/1,818 and
+ * 2,259/2,601; 2: 2,570/2,929 and 2,354/2,545; 3: 2,617/2,659 and
+ * 2,495/3,498; 4: 3,379/3,360 and 2,827/3,616; then with `--prefetch 40`
+ * only, 2: 3,102 and 2,676; 4: 3,261 and 2,775; 8: 2,785 and 2,722. On
+ * SQLite (one writer, whose group commit already takes what is queued) no
+ * difference showed. Without a prefetch a no-op agent's exits come in bursts
+ * a refill apart, so mostly one batch is in flight, as before.
+ */
+export const MAX_BATCHES_IN_FLIGHT = 4;
 /** Messages waiting to be handled before the socket is paused. */
 export const MAX_QUEUED = 1024;
 type LogMsg = Extract<AgentMessage, { type: 'log' }>;
@@ -77,6 +90,8 @@ export class WorkerSession implements WorkerLink {
   private paused = false;
   /** A handleQueued() loop is running. */
   private handling = false;
+  /** Batches whose writes are in flight, each with the attempts its messages name (handleQueued). */
+  private readonly inFlight = new Set<{ done: Promise<void>; attempts: ReadonlySet<number> }>();
   private registered = false;
   private closed = false;
   private readonly helloTimer: NodeJS.Timeout;
@@ -176,10 +191,23 @@ export class WorkerSession implements WorkerLink {
   /**
    * Handles what has arrived, in batches. Until `hello` is handled, one message
    * at a time. After that, a batch's store writes are all requested before any
-   * is awaited, in arrival order except that log chunks go first: the store
-   * runs writes in request order and commits them together, so an attempt's
-   * last chunk is still stored before its exit, and a burst of exits costs one
-   * commit rather than one each.
+   * is awaited, in arrival order except that log chunks go first: SQLite runs
+   * writes in request order and commits them together, so an attempt's last
+   * chunk is still stored before its exit, and a burst of exits costs one
+   * commit rather than one each; on PostgreSQL an exit whose attempt has
+   * chunks in the batch waits for them (runBatch).
+   *
+   * Up to MAX_BATCHES_IN_FLIGHT batches run at once: the next batch starts
+   * while the one before waits on the store, unless it names an attempt (a
+   * log, `started` or exit) that a batch in flight names too, which it then
+   * waits for, so each attempt's reports are still handled in arrival order.
+   * Batches about different attempts are independent: each end is fenced on
+   * its own attempt, and each refill reserves its slots (Scheduler.reserve),
+   * so two in flight never overfill the worker. Why: a worker's exits arrive
+   * while the store commits the previous ones; one batch at a time left the
+   * session idle on PostgreSQL's round trips (its statement for 10 exits
+   * and their refill takes a few milliseconds) while the agent's slots, with
+   * a prefetch, had already freed again.
    */
   private async handleQueued(): Promise<void> {
     this.handling = true;
@@ -191,13 +219,14 @@ export class WorkerSession implements WorkerLink {
         }
         const batch = this.queue.splice(0);
         this.resumeIfPaused();
-        const logs = batch.filter((m): m is LogMsg => m.type === 'log');
-        const exits = batch.filter((m): m is ExitMsg => m.type === 'exit');
-        const work: Promise<void>[] = [];
-        if (logs.length) work.push(this.onLogs(logs));
-        if (exits.length) work.push(this.onExits(exits));
-        for (const m of batch) if (m.type !== 'log' && m.type !== 'exit') work.push(this.handle(m));
-        await Promise.all(work);
+        const attempts = new Set<number>();
+        for (const m of batch) if (m.type === 'log' || m.type === 'exit' || m.type === 'started') attempts.add(m.attemptId);
+        for (const f of [...this.inFlight]) if ([...f.attempts].some((id) => attempts.has(id))) await f.done;
+        while (this.inFlight.size >= MAX_BATCHES_IN_FLIGHT) await Promise.race([...this.inFlight].map((f) => f.done));
+        if (this.closed) break;
+        const entry = { done: this.runBatch(batch), attempts };
+        this.inFlight.add(entry);
+        void entry.done.finally(() => this.inFlight.delete(entry));
       }
     } catch (err) {
       this.log.error({ err, workerId: this.workerId }, 'handling a worker message failed; closing the connection');
@@ -205,6 +234,29 @@ export class WorkerSession implements WorkerLink {
     } finally {
       this.handling = false;
       this.resumeIfPaused();
+    }
+  }
+
+  /** One batch's writes (see handleQueued); never rejects: a failure closes the session. */
+  private async runBatch(batch: AgentMessage[]): Promise<void> {
+    try {
+      const logs = batch.filter((m): m is LogMsg => m.type === 'log');
+      const exits = batch.filter((m): m is ExitMsg => m.type === 'exit');
+      const work: Promise<void>[] = [];
+      const logsStored = logs.length ? this.onLogs(logs) : null;
+      if (logsStored) work.push(logsStored);
+      // An attempt's chunks must be stored before its end (after it, the fence refuses them: the output's tail
+      // would be lost). SQLite runs the writes in request order in one transaction (capabilities.groupCommit);
+      // on PostgreSQL they go out on separate connections, so an exit whose attempt has chunks in this batch
+      // waits for them (CI's session-batches test lost the chunk of a log + exit pair this way every run).
+      const chunked = new Set(logs.map((m) => m.attemptId));
+      const afterLogs = logsStored !== null && !this.store.capabilities.groupCommit && exits.some((m) => chunked.has(m.attemptId));
+      if (exits.length) work.push(afterLogs ? logsStored.then(() => this.onExits(exits)) : this.onExits(exits));
+      for (const m of batch) if (m.type !== 'log' && m.type !== 'exit') work.push(this.handle(m));
+      await Promise.all(work);
+    } catch (err) {
+      this.log.error({ err, workerId: this.workerId }, 'handling a worker message failed; closing the connection');
+      this.close('server error');
     }
   }
 

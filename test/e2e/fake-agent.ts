@@ -45,8 +45,22 @@ export class FakeAgent {
     this.ws.send(JSON.stringify(msg));
   }
 
-  hello(workerId: string, o: { slots?: number; running?: Array<{ attemptId: number; fencingToken: string }>; killed?: Array<{ attemptId: number; fencingToken: string; reason: string }>; labels?: Record<string, string>; draining?: boolean } = {}): void {
-    this.send({ type: 'hello', workerId, hostname: 'fake', slots: o.slots ?? 1, labels: o.labels ?? {}, version: PROTOCOL_VERSION, running: o.running ?? [], ...(o.killed ? { killed: o.killed } : {}), ...(o.draining !== undefined ? { draining: o.draining } : {}) });
+  hello(
+    workerId: string,
+    o: { slots?: number; prefetch?: number; running?: Array<{ attemptId: number; fencingToken: string }>; killed?: Array<{ attemptId: number; fencingToken: string; reason: string }>; labels?: Record<string, string>; draining?: boolean } = {},
+  ): void {
+    this.send({
+      type: 'hello',
+      workerId,
+      hostname: 'fake',
+      slots: o.slots ?? 1,
+      ...(o.prefetch !== undefined ? { prefetch: o.prefetch } : {}),
+      labels: o.labels ?? {},
+      version: PROTOCOL_VERSION,
+      running: o.running ?? [],
+      ...(o.killed ? { killed: o.killed } : {}),
+      ...(o.draining !== undefined ? { draining: o.draining } : {}),
+    });
   }
 
   /** Resolves with the first received message (from index `from`) that matches, or rejects after timeoutMs. */
