@@ -10,8 +10,9 @@
  *
  * Contracts:
  * - `hello.running` and `heartbeat.running` list the attempts this agent
- *   still holds: process running, or ended with its exit not yet acked. The
- *   lease of an attempt stays renewed until the server has its result.
+ *   still holds: process running, or ended with its exit not yet acked, and
+ *   the queued ones (prefetch). The lease of an attempt stays renewed until
+ *   the server has its result.
  * - Liveness: every heartbeat also pings. A ready connection silent for
  *   2 × heartbeatMs (at least 1 s) is dropped and re-established.
  * - Heartbeats carry `seq`, increasing; the agent remembers when it sent each
