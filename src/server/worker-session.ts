@@ -248,7 +248,7 @@ export class WorkerSession implements WorkerLink {
       // An attempt's chunks must be stored before its end (after it, the fence refuses them: the output's tail
       // would be lost). SQLite runs the writes in request order in one transaction (capabilities.groupCommit);
       // on PostgreSQL they go out on separate connections, so an exit whose attempt has chunks in this batch
-      // waits for them (CI's session-batches test lost the chunk of a log + exit pair this way every run).
+      // waits for them (without it, test/e2e/session-batches.test.ts lost the chunk of a log + exit pair on every run).
       const chunked = new Set(logs.map((m) => m.attemptId));
       const afterLogs = logsStored !== null && !this.store.capabilities.groupCommit && exits.some((m) => chunked.has(m.attemptId));
       if (exits.length) work.push(afterLogs ? logsStored.then(() => this.onExits(exits)) : this.onExits(exits));
