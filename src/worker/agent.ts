@@ -413,7 +413,7 @@ class WorkerAgent implements Agent {
   private sendHello(): void {
     const killed = [...this.selfFenced];
     this.killedInHello = killed.length;
-    const running = [...this.reported(), ...this.queued.values().map((q) => q.attempt)];
+    const running = this.leased();
     this.helloSend = { sentAt: performance.now(), ids: running.map((h) => h.attemptId) };
     this.conn.send({
       type: 'hello',
@@ -567,8 +567,7 @@ class WorkerAgent implements Agent {
     if (this.drained) {
       // Not run: reported lost at once (held like any attempt until exit_ack), so the server requeues it.
       this.log.warn({ attemptId: a.attemptId, taskId: a.taskId }, 'refused an assignment while draining');
-      const h = this.hold(a, { ...this.runner, executor: 'noop' });
-      h.run.kill('lost', 'worker is draining');
+      this.endUnstarted(a, 'lost', 'worker is draining');
       return;
     }
     if (this.closing) {
@@ -610,9 +609,8 @@ class WorkerAgent implements Agent {
 
   /**
    * A stop order for a queued attempt: it never starts. A cancel (report) is
-   * reported `cancelled` through a HeldAttempt that runs nothing (the noop
-   * executor, killed before it starts: no `started`, just the exit); a
-   * `report: false` stop drops it, as the server asked.
+   * reported `cancelled` (endUnstarted); a `report: false` stop drops it, as
+   * the server asked.
    */
   private stopQueued(q: Queued, o: StopOrder): void {
     if (!o.report) {
@@ -621,9 +619,7 @@ class WorkerAgent implements Agent {
       return;
     }
     this.log.info({ attemptId: o.attemptId, reason: o.reason }, 'cancelled a queued attempt before it started');
-    const h = this.hold(q.attempt, { ...this.runner, executor: 'noop' }, q.leaseConfirmedAt);
-    h.stopOrdered = true;
-    h.run.kill('cancelled', o.reason || null);
+    this.endUnstarted(q.attempt, 'cancelled', o.reason || null, q.leaseConfirmedAt).stopOrdered = true;
   }
 
   /** Drain or close: every queued attempt is reported `lost` at once (never started), so it runs elsewhere without using a retry. */
@@ -631,8 +627,18 @@ class WorkerAgent implements Agent {
     const all = this.queued.clear();
     if (all.length === 0) return;
     this.log.info({ attempts: all.map((q) => q.attempt.attemptId), reason }, 'giving back the queued attempts (reported lost, never started)');
-    for (const q of all) this.hold(q.attempt, { ...this.runner, executor: 'noop' }, q.leaseConfirmedAt).run.kill('lost', reason);
+    for (const q of all) this.endUnstarted(q.attempt, 'lost', reason, q.leaseConfirmedAt);
     this.scheduleFence();
+  }
+
+  /**
+   * Holds an attempt that never runs and reports its end (`outcome`, `error`): the noop executor, killed
+   * before it starts, so no `started` goes out, just the exit, kept until `exit_ack` like any other.
+   */
+  private endUnstarted(a: AssignedAttempt, outcome: 'lost' | 'cancelled', error: string | null, leaseConfirmedAt?: number): HeldAttempt {
+    const h = this.hold(a, { ...this.runner, executor: 'noop' }, leaseConfirmedAt);
+    h.run.kill(outcome, error);
+    return h;
   }
 
   private hold(a: AssignedAttempt, runner: HeldRunnerOptions, leaseConfirmedAt?: number): HeldAttempt {
@@ -663,9 +669,14 @@ class WorkerAgent implements Agent {
     if (h.result) this.held.delete(h.attemptId);
   }
 
-  /** Attempts whose lease the agent renews (see the contract above). */
+  /** Held attempts the agent still reports on (not forgotten). */
   private reported(): HeldAttempt[] {
     return [...this.held.values()].filter((h) => !h.forgotten);
+  }
+
+  /** Attempts whose lease the agent renews (see the contract above): those it reports on, then the queued ones. */
+  private leased(): Array<{ attemptId: number; fencingToken: string }> {
+    return [...this.reported(), ...this.queued.values().map((q) => q.attempt)];
   }
 
   /**
@@ -712,7 +723,7 @@ class WorkerAgent implements Agent {
         return;
       }
       const seq = ++this.heartbeatSeq;
-      const ids = [...this.reported().map((h) => h.attemptId), ...this.queued.values().map((q) => q.attempt.attemptId)];
+      const ids = this.leased().map((h) => h.attemptId);
       const sentAt = performance.now();
       if (this.conn.send({ type: 'heartbeat', seq, running: ids })) this.heartbeats.set(seq, { sentAt, ids });
       // An answer to a heartbeat older than a lease could confirm nothing still leased: stop waiting for it.

@@ -22,62 +22,62 @@ const SLOTS = 2;
 const PREFETCH = 6;
 
 for (const store of ['sqlite', 'postgres'] as const) {
-describe(`e2e: a worker session with batches in flight together (${store})`, { skip: store === 'postgres' && !PG ? PG_SKIP_REASON : false }, () => {
-  let c: Cluster;
-  let db: TestDatabase | undefined;
-  before(async () => {
-    if (store === 'postgres') db = await createTestDatabase();
-    c = await startCluster({ workers: 0, ...(db ? { db: db.url } : {}) });
-  });
-  after(async () => {
-    await c?.close();
-    await db?.drop();
-  });
+  describe(`e2e: a worker session with batches in flight together (${store})`, { skip: store === 'postgres' && !PG ? PG_SKIP_REASON : false }, () => {
+    let c: Cluster;
+    let db: TestDatabase | undefined;
+    before(async () => {
+      if (store === 'postgres') db = await createTestDatabase();
+      c = await startCluster({ workers: 0, ...(db ? { db: db.url } : {}) });
+    });
+    after(async () => {
+      await c?.close();
+      await db?.drop();
+    });
 
-  it('holds at most slots + prefetch, runs every task once, and keeps each output before its end', async () => {
-    const r = await c.api.req('POST', '/v1/tasks/batch', { tasks: Array.from({ length: N }, (_, i) => ({ command: 'true', name: `t${i}` })) });
-    assert.equal(r.status, 201, r.text);
-    const f = await FakeAgent.connect(c.url, c.workerToken);
-    try {
-      f.hello('pipelined', { slots: SLOTS, prefetch: PREFETCH });
-      await f.next('welcome');
-      // Rounds: take every assignment the server sends until it stops (it holds at most slots + prefetch), then
-      // answer all of them at once, each report in its own frame, so the session's batches overlap.
-      const seen = new Set<number>();
-      let done = 0;
-      while (done < N) {
-        const round: Array<{ attemptId: number; fencingToken: string; taskId: string }> = [];
-        round.push((await f.next('assign', 15_000)).attempt);
-        for (;;) {
-          const more = await f.next('assign', 300).catch(() => null);
-          if (!more) break;
-          round.push(more.attempt);
+    it('holds at most slots + prefetch, runs every task once, and keeps each output before its end', async () => {
+      const r = await c.api.req('POST', '/v1/tasks/batch', { tasks: Array.from({ length: N }, (_, i) => ({ command: 'true', name: `t${i}` })) });
+      assert.equal(r.status, 201, r.text);
+      const f = await FakeAgent.connect(c.url, c.workerToken);
+      try {
+        f.hello('pipelined', { slots: SLOTS, prefetch: PREFETCH });
+        await f.next('welcome');
+        // Rounds: take every assignment the server sends until it stops (it holds at most slots + prefetch), then
+        // answer all of them at once, each report in its own frame, so the session's batches overlap.
+        const seen = new Set<number>();
+        let done = 0;
+        while (done < N) {
+          const round: Array<{ attemptId: number; fencingToken: string; taskId: string }> = [];
+          round.push((await f.next('assign', 15_000)).attempt);
+          for (;;) {
+            const more = await f.next('assign', 300).catch(() => null);
+            if (!more) break;
+            round.push(more.attempt);
+          }
+          assert.ok(round.length <= SLOTS + PREFETCH, `${round.length} attempts held at once: more than ${SLOTS} slots + ${PREFETCH} prefetch`);
+          assert.equal(round.length, Math.min(SLOTS + PREFETCH, N - done), 'every free slot and prefetch place filled');
+          for (const a of round) {
+            assert.ok(!seen.has(a.attemptId), `attempt ${a.attemptId} assigned twice`);
+            seen.add(a.attemptId);
+          }
+          for (const a of round) {
+            f.send({ type: 'started', attemptId: a.attemptId, fencingToken: a.fencingToken, pid: 0 });
+            f.send({ type: 'log', attemptId: a.attemptId, fencingToken: a.fencingToken, seq: 0, stream: 'stdout', data: Buffer.from(`out of ${a.taskId}\n`).toString('base64') });
+            f.send({ type: 'exit', attemptId: a.attemptId, fencingToken: a.fencingToken, outcome: 'succeeded', exitCode: 0, signal: null, error: null, durationMs: 1 });
+          }
+          done += round.length;
         }
-        assert.ok(round.length <= SLOTS + PREFETCH, `${round.length} attempts held at once: more than ${SLOTS} slots + ${PREFETCH} prefetch`);
-        assert.equal(round.length, Math.min(SLOTS + PREFETCH, N - done), 'every free slot and prefetch place filled');
-        for (const a of round) {
-          assert.ok(!seen.has(a.attemptId), `attempt ${a.attemptId} assigned twice`);
-          seen.add(a.attemptId);
+        for (let i = 0; i < N; i++) await f.next('exit_ack', 15_000);
+        const counts = (await c.api.req('GET', '/v1/stats/counts')).body.counts;
+        assert.equal(counts.succeeded, N, JSON.stringify(counts));
+        const tasks = (await c.api.req('GET', `/v1/tasks?limit=${N}`)).body.tasks as Array<{ id: string; attempts: number }>;
+        for (const t of tasks) {
+          assert.equal(t.attempts, 1, `task ${t.id} ran once`);
+          const logs = await c.api.req('GET', `/v1/tasks/${t.id}/logs`);
+          assert.equal(logs.text, `out of ${t.id}\n`, `task ${t.id}'s output was stored with its end`);
         }
-        for (const a of round) {
-          f.send({ type: 'started', attemptId: a.attemptId, fencingToken: a.fencingToken, pid: 0 });
-          f.send({ type: 'log', attemptId: a.attemptId, fencingToken: a.fencingToken, seq: 0, stream: 'stdout', data: Buffer.from(`out of ${a.taskId}\n`).toString('base64') });
-          f.send({ type: 'exit', attemptId: a.attemptId, fencingToken: a.fencingToken, outcome: 'succeeded', exitCode: 0, signal: null, error: null, durationMs: 1 });
-        }
-        done += round.length;
+      } finally {
+        f.close();
       }
-      for (let i = 0; i < N; i++) await f.next('exit_ack', 15_000);
-      const counts = (await c.api.req('GET', '/v1/stats/counts')).body.counts;
-      assert.equal(counts.succeeded, N, JSON.stringify(counts));
-      const tasks = (await c.api.req('GET', `/v1/tasks?limit=${N}`)).body.tasks as Array<{ id: string; attempts: number }>;
-      for (const t of tasks) {
-        assert.equal(t.attempts, 1, `task ${t.id} ran once`);
-        const logs = await c.api.req('GET', `/v1/tasks/${t.id}/logs`);
-        assert.equal(logs.text, `out of ${t.id}\n`, `task ${t.id}'s output was stored with its end`);
-      }
-    } finally {
-      f.close();
-    }
+    });
   });
-});
 }
