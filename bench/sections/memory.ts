@@ -7,8 +7,12 @@
  *    server keeps once idle: V8's idle GC and the C heap trim after it,
  *    src/cli/memory-trim.ts, have run). Target VmRSS ≤ 100 MB: both are
  *    printed, and the row says which one meets it.
- *  - an agent (process executor, 10 slots) with 10 `sleep 3` running: read
- *    once the counters show 10 running. Target VmRSS ≤ 50 MB. Its reaper (the
+ *  - an agent (process executor, 10 slots) with 10 `sleep` running: read
+ *    once the counters show 10 running, and (not with --quick) again
+ *    sizes.agentLaterS seconds later with the same 10 still running (what the
+ *    agent keeps once V8's memory reducer has run: the first reading, 1-2 s
+ *    after the agent's start, still holds its start-up garbage). Target VmRSS
+ *    ≤ 50 MB: both are printed, and the row says which one meets it. Its reaper (the
  *    helper process every process-executor agent keeps, worker/reaper.ts) is
  *    reported beside it, since a user pays for both. So is VmRSS's split
  *    (RssAnon, RssFile) and an idle bare `node` read the same way in the same
@@ -25,6 +29,12 @@ import { mb, procMemKb, sleep, until } from '../lib/stats.js';
 const MB = 1e6 / 1024; // kB per MB (10^6 bytes)
 /** From the end of the drain to the second reading. */
 const SETTLE_S = 30;
+/*
+ * The agent's second reading (sizes.agentLaterS after the first, 15 s in a
+ * full run). Measured (an agent with 10 × `sleep 60`, read every few seconds,
+ * 2026-12-04): VmRSS 58.0 MB from 0.2 to 6 s, 55.3 MB from 10 s on (RssAnon
+ * 13.9 → 11.2 MB: V8's memory reducer, about 8 s after the start).
+ */
 
 /** /proc memory of an idle bare `node` (a timer keeps it alive), read 1 s after its start. */
 async function bareNodeKb(): Promise<ReturnType<typeof procMemKb>> {
@@ -80,25 +90,41 @@ export async function memory({ report, sizes }: Ctx): Promise<void> {
   });
 
   await report.part('agent memory, 10 slots busy', async () => {
+    const laterS = sizes.agentLaterS;
+    // The tasks outlive the second reading; `sleep 3` when there is none.
+    const sleepS = laterS > 0 ? laterS + 5 : 3;
     const c = await cluster({ workers: 0 }, 'Drover SQLite');
     try {
       const a = await startAgent(c, 10);
-      await fill(c.api, 10, { command: 'sleep', args: ['3'] });
+      await fill(c.api, 10, { command: 'sleep', args: [String(sleepS)] });
       await until('10 tasks running', async () => ((await counts(c.api)).running ?? 0) >= 10, 30_000);
       await sleep(200);
       const m = procMemKb(a.proc.child.pid!);
       const reaper = reaperOf(a.proc.child.pid!);
-      await untilSucceeded(c.api, 10, 30_000);
+      let later: typeof m | null = null;
+      if (laterS > 0) {
+        await sleep(laterS * 1000);
+        if (((await counts(c.api)).running ?? 0) < 10) throw new Error(`the agent's 10 tasks were not all running ${laterS} s later`);
+        later = procMemKb(a.proc.child.pid!);
+      }
+      await untilSucceeded(c.api, 10, (sleepS + 30) * 1000);
       const bare = await bareNodeKb();
       report.add({
-        measure: 'agent memory, 10 slots busy (10 × `sleep 3`)',
+        measure: `agent memory, 10 slots busy (10 × \`sleep ${sleepS}\`)`,
         drover:
-          `VmRSS ${mb(m.rss)} (RssAnon ${mb(m.anon)}, RssFile ${mb(m.file)}), VmHWM ${mb(m.hwm)}; its reaper (${reaper.what}) VmRSS ${mb(reaper.rss)}; ` +
+          `VmRSS ${mb(m.rss)} (RssAnon ${mb(m.anon)}, RssFile ${mb(m.file)}), VmHWM ${mb(m.hwm)}; ` +
+          (later ? `${laterS} s later, the same tasks running: VmRSS ${mb(later.rss)} (RssAnon ${mb(later.anon)}, RssFile ${mb(later.file)}); ` : '') +
+          `its reaper (${reaper.what}) VmRSS ${mb(reaper.rss)}; ` +
           `an idle bare \`node\`: VmRSS ${mb(bare.rss)} (RssAnon ${mb(bare.anon)}, RssFile ${mb(bare.file)})`,
         peer: '',
         ratio: '',
-        met: met(m.rss <= 50 * MB, 'VmRSS ≤ 50 MB'),
-        note: '`drover worker --slots 10` (process executor) pid\'s /proc status 200 ms after /v1/stats/counts shows 10 running (the sleeps are its children, not counted); its reaper is the child that is not a task (no DROVER_TASK_ID), read at the same moment. The bare `node` (`node -e \'setInterval(() => {}, 1e9)\'`, the same executable) is read 1 s after its start, after the agent\'s tasks ended: RssFile is mostly the node executable\'s pages, shared by every Node process on the host.',
+        met: met(
+          m.rss <= 50 * MB || (later !== null && later.rss <= 50 * MB),
+          later ? `VmRSS ≤ 50 MB; met ${m.rss <= 50 * MB ? 'at the first reading' : later.rss <= 50 * MB ? `${laterS} s later only` : 'at neither reading'}` : 'VmRSS ≤ 50 MB',
+        ),
+        note:
+          `\`drover worker --slots 10\` (process executor) pid's /proc status 200 ms after /v1/stats/counts shows 10 running (the sleeps are its children, not counted)${later ? `, and ${laterS} s later with the 10 still running` : ' (--quick: one reading)'}; its reaper is the child that is not a task (no DROVER_TASK_ID), read at the first moment. ` +
+          "The bare `node` (`node -e 'setInterval(() => {}, 1e9)'`, the same executable) is read 1 s after its start, after the agent's tasks ended: RssFile is mostly the node executable's pages, shared by every Node process on the host.",
       });
     } finally {
       await c.close();
