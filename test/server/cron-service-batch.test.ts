@@ -10,7 +10,7 @@ import { FakeClock } from '../../src/core/clock.js';
 import { firstFireAfter } from '../../src/core/cron/next-fire.js';
 import { parseSchedule } from '../../src/core/cron/schedule.js';
 import { newTaskId } from '../../src/core/ids.js';
-import { CRON_LEASE, CronService, DEFAULT_CRON_LEASE_TTL_MS, DUE_BATCH, FIRE_GROUP, FIRE_IN_FLIGHT, storeBatches } from '../../src/server/cron-service.js';
+import { CRON_LEASE, CronService, DEFAULT_CRON_LEASE_TTL_MS, DUE_BATCH, FIRE_GROUP, FIRE_IN_FLIGHT, PREPARE_AHEAD_MS, storeBatches } from '../../src/server/cron-service.js';
 import { MAX_FIRE_SCHEDULES, MAX_FIRE_TASKS, type FireBatch, type ScheduleFiring } from '../../src/store/schedules.js';
 import { openSqliteStore, type SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import type { ScheduleSpec, Store } from '../../src/store/store.js';
@@ -99,6 +99,131 @@ describe('cron service: batched firing (fake clock, SQLite)', () => {
     assert.equal(most, FIRE_IN_FLIGHT);
     assert.deepEqual(batches.map((b) => b.requests.length), [FIRE_GROUP, FIRE_GROUP, FIRE_GROUP, FIRE_GROUP, 1]);
     cron.stop();
+  });
+
+  describe('read ahead (prepareAhead): what comes due is read and planned before its due time', () => {
+    /** The store's reads and writes in call order. */
+    let calls: string[];
+    let logging: Store;
+    beforeEach(() => {
+      calls = [];
+      logging = Object.assign(Object.create(store) as Store, {
+        dueSchedules: (...a: Parameters<Store['dueSchedules']>) => (calls.push('due'), store.dueSchedules(...a)),
+        fireSchedules: (b: FireBatch) => (calls.push(`fire ${b.requests.length}`), store.fireSchedules(b)),
+      });
+    });
+
+    it('read and planned ahead, nothing is written; at the due time the pass fires them before it reads anything', async () => {
+      await addMany(DUE_BATCH + 200);
+      const cron = new CronService(logging, clock, quiet, { holder: 's1' });
+      clock.set(T0 + MIN - PREPARE_AHEAD_MS);
+      await cron.tick(); // takes the lease; nothing due yet
+      await cron.prepareAhead(T0 + MIN);
+      assert.equal(await taskCount(), 0, 'nothing is written ahead');
+      assert.equal(cron.stats.fired, 0);
+      calls = [];
+      clock.set(T0 + MIN + 3);
+      cron.kick();
+      await cron.whenIdle();
+      const g = `fire ${FIRE_GROUP}`;
+      assert.deepEqual(calls, [g, g, 'fire 200', 'due'], 'the read ahead fired first; then one read finds nothing left');
+      assert.equal(cron.stats.fired, DUE_BATCH + 200);
+      assert.equal(await taskCount(), DUE_BATCH + 200);
+      // Created at the firing, not at the read ahead.
+      const t = (await bare.listTasks({ limit: 1 })).tasks[0]!;
+      assert.equal(t.createdAt, T0 + MIN + 3);
+      assert.equal(t.scheduledAt, T0 + MIN);
+      cron.stop();
+    });
+
+    it('a pass before the due time leaves the read ahead for the due time', async () => {
+      await addMany(3);
+      const cron = new CronService(logging, clock, quiet, { holder: 's1' });
+      clock.set(T0 + MIN - PREPARE_AHEAD_MS);
+      await cron.tick();
+      await cron.prepareAhead(T0 + MIN);
+      clock.set(T0 + MIN - 100);
+      await cron.tick();
+      assert.equal(await taskCount(), 0);
+      calls = [];
+      clock.set(T0 + MIN);
+      await cron.tick();
+      assert.deepEqual(calls, ['fire 3', 'due']);
+      assert.equal(await taskCount(), 3);
+      cron.stop();
+    });
+
+    it('paused, removed or fired elsewhere in between: not fired by the read ahead (stale, re-read); created in between: read at the due time', async () => {
+      await addMany(4);
+      const cron = new CronService(logging, clock, quiet, { holder: 's1' });
+      clock.set(T0 + MIN - PREPARE_AHEAD_MS);
+      await cron.tick();
+      await cron.prepareAhead(T0 + MIN);
+      const [paused, removed, raced] = await store.dueSchedules(T0 + MIN, 10);
+      await store.setPaused(paused!.id, true, clock.now(), null);
+      assert.equal(await store.deleteSchedule(removed!.id), true);
+      const leader = { name: CRON_LEASE, holder: 's1', epoch: (await bare.acquireLeadershipEpoch(CRON_LEASE, 's1', clock.now(), DEFAULT_CRON_LEASE_TTL_MS))! };
+      const fired = await bare.fireSchedule({ scheduleId: raced!.id, leader, now: clock.now(), expectedLastSlotAt: null, fire: [{ slot: T0 + MIN, taskId: newTaskId(clock.now()) }], skipped: [], lastSlotAt: T0 + MIN, nextFireAt: T0 + 2 * MIN });
+      assert.equal(fired.ok, true);
+      await addMany(1, { name: 'late' });
+      clock.set(T0 + MIN);
+      await cron.tick();
+      // The fourth of the first four and the one created late; the raced one has its one task from elsewhere.
+      assert.equal(cron.stats.fired, 2);
+      assert.equal(cron.stats.replans, 3);
+      assert.equal(await taskCount(), 3);
+      assert.deepEqual(await store.dueSchedules(T0 + MIN, 10), []);
+      cron.stop();
+    });
+
+    it('only overlap allow is read ahead: the other policies see what runs at the firing itself', async () => {
+      await addMany(2);
+      await addMany(1, { name: 'forbid', overlap: 'forbid' });
+      const cron = new CronService(logging, clock, quiet, { holder: 's1' });
+      clock.set(T0 + MIN - PREPARE_AHEAD_MS);
+      await cron.tick();
+      await cron.prepareAhead(T0 + MIN);
+      calls = [];
+      clock.set(T0 + MIN);
+      await cron.tick();
+      assert.deepEqual(calls, ['fire 2', 'due', 'fire 1'], 'the forbid schedule is read and planned at the due time');
+      assert.equal(await taskCount(), 3);
+      cron.stop();
+    });
+
+    it('without the lease nothing is read ahead', async () => {
+      await addMany(3);
+      const other = new CronService(logging, clock, quiet, { holder: 's2' });
+      const cron = new CronService(logging, clock, quiet, { holder: 's1' });
+      clock.set(T0 + MIN - PREPARE_AHEAD_MS);
+      await other.tick(); // s2 holds the lease
+      await cron.tick();
+      assert.equal(cron.leading, false);
+      calls = [];
+      await cron.prepareAhead(T0 + MIN);
+      assert.deepEqual(calls, [], 'not read');
+      other.stop();
+      cron.stop();
+    });
+
+    it('a lease taken over between the read ahead and the due time: nothing of it fires, and the service stops leading', async () => {
+      await addMany(3);
+      const cron = new CronService(logging, clock, quiet, { holder: 's1' });
+      clock.set(T0 + MIN - PREPARE_AHEAD_MS);
+      await cron.tick();
+      await cron.prepareAhead(T0 + MIN);
+      // Another server takes the lease (as after s1 stalled past its expiry).
+      assert.notEqual(await bare.acquireLeadershipEpoch(CRON_LEASE, 's2', clock.now() + DEFAULT_CRON_LEASE_TTL_MS + 1, DEFAULT_CRON_LEASE_TTL_MS), null);
+      calls = [];
+      clock.set(T0 + MIN);
+      cron.kick();
+      await cron.whenIdle();
+      assert.deepEqual(calls, ['fire 3'], 'refused (not_leader); nothing read after it');
+      assert.equal(cron.stats.fired, 0);
+      assert.equal(await taskCount(), 0);
+      assert.equal(cron.leading, false);
+      cron.stop();
+    });
   });
 
   it('a lease taken over while two store batches are in flight: neither fires, the service stops leading, no later batch is tried', async () => {
