@@ -113,12 +113,18 @@ describe('cron service: batched firing (fake clock, SQLite)', () => {
       });
     });
 
-    it('read and planned ahead, nothing is written; at the due time the pass fires them before it reads anything', async () => {
-      await addMany(DUE_BATCH + 200);
+    /** A service that took the lease before T0 + MIN (nothing due yet) and has read ahead for it. */
+    async function readAhead(): Promise<CronService> {
       const cron = new CronService(logging, clock, quiet, { holder: 's1' });
       clock.set(T0 + MIN - PREPARE_AHEAD_MS);
-      await cron.tick(); // takes the lease; nothing due yet
+      await cron.tick();
       await cron.prepareAhead(T0 + MIN);
+      return cron;
+    }
+
+    it('read and planned ahead, nothing is written; at the due time the pass fires them before it reads anything', async () => {
+      await addMany(DUE_BATCH + 200);
+      const cron = await readAhead();
       assert.equal(await taskCount(), 0, 'nothing is written ahead');
       assert.equal(cron.stats.fired, 0);
       calls = [];
@@ -138,10 +144,7 @@ describe('cron service: batched firing (fake clock, SQLite)', () => {
 
     it('a pass before the due time leaves the read ahead for the due time', async () => {
       await addMany(3);
-      const cron = new CronService(logging, clock, quiet, { holder: 's1' });
-      clock.set(T0 + MIN - PREPARE_AHEAD_MS);
-      await cron.tick();
-      await cron.prepareAhead(T0 + MIN);
+      const cron = await readAhead();
       clock.set(T0 + MIN - 100);
       await cron.tick();
       assert.equal(await taskCount(), 0);
@@ -155,10 +158,7 @@ describe('cron service: batched firing (fake clock, SQLite)', () => {
 
     it('paused, removed or fired elsewhere in between: not fired by the read ahead (stale, re-read); created in between: read at the due time', async () => {
       await addMany(4);
-      const cron = new CronService(logging, clock, quiet, { holder: 's1' });
-      clock.set(T0 + MIN - PREPARE_AHEAD_MS);
-      await cron.tick();
-      await cron.prepareAhead(T0 + MIN);
+      const cron = await readAhead();
       const [paused, removed, raced] = await store.dueSchedules(T0 + MIN, 10);
       await store.setPaused(paused!.id, true, clock.now(), null);
       assert.equal(await store.deleteSchedule(removed!.id), true);
@@ -179,10 +179,7 @@ describe('cron service: batched firing (fake clock, SQLite)', () => {
     it('only overlap allow is read ahead: the other policies see what runs at the firing itself', async () => {
       await addMany(2);
       await addMany(1, { name: 'forbid', overlap: 'forbid' });
-      const cron = new CronService(logging, clock, quiet, { holder: 's1' });
-      clock.set(T0 + MIN - PREPARE_AHEAD_MS);
-      await cron.tick();
-      await cron.prepareAhead(T0 + MIN);
+      const cron = await readAhead();
       calls = [];
       clock.set(T0 + MIN);
       await cron.tick();
@@ -208,10 +205,7 @@ describe('cron service: batched firing (fake clock, SQLite)', () => {
 
     it('a lease taken over between the read ahead and the due time: nothing of it fires, and the service stops leading', async () => {
       await addMany(3);
-      const cron = new CronService(logging, clock, quiet, { holder: 's1' });
-      clock.set(T0 + MIN - PREPARE_AHEAD_MS);
-      await cron.tick();
-      await cron.prepareAhead(T0 + MIN);
+      const cron = await readAhead();
       // Another server takes the lease (as after s1 stalled past its expiry).
       assert.notEqual(await bare.acquireLeadershipEpoch(CRON_LEASE, 's2', clock.now() + DEFAULT_CRON_LEASE_TTL_MS + 1, DEFAULT_CRON_LEASE_TTL_MS), null);
       calls = [];
