@@ -49,6 +49,22 @@ describe('agent prefetch', { timeout: 30_000 }, () => {
   before(() => (tmp = tempDir('drover-prefetch-')));
   after(() => tmp.remove());
 
+  type Connected = Awaited<ReturnType<typeof connectAgent>> & { server: FakeServer };
+  /** A real agent (options `over`) connected to a fresh fake server; both are closed after `fn`, whatever it does. */
+  async function withAgent(over: Parameters<typeof connectAgent>[2], fn: (c: Connected) => Promise<void>, welcome?: Parameters<typeof connectAgent>[3]): Promise<void> {
+    const server = await FakeServer.start();
+    try {
+      const c = await connectAgent(server, tmp.dir, over, welcome);
+      try {
+        await fn({ ...c, server });
+      } finally {
+        await c.agent.close();
+      }
+    } finally {
+      await server.close();
+    }
+  }
+
   it('refuses a prefetch that is not an integer from 0 to 1024', async () => {
     for (const prefetch of [-1, 1.5, 1025]) {
       await assert.rejects(startAgent({ servers: ['http://127.0.0.1:9'], token: TOKEN, slots: 1, prefetch, workDir: tmp.dir }), /prefetch must be an integer from 0 to 1024/);
@@ -70,9 +86,7 @@ describe('agent prefetch', { timeout: 30_000 }, () => {
   });
 
   it('slots 1, prefetch 2: three assignments run one at a time, in arrival order, all listed in heartbeats; a fourth runs anyway', async () => {
-    const server = await FakeServer.start();
-    const { agent, conn, endOf } = await connectAgent(server, tmp.dir, { slots: 1, prefetch: 2 });
-    try {
+    await withAgent({ slots: 1, prefetch: 2 }, async ({ conn, endOf }) => {
       conn.autoAck = true;
       const [a1, a2, a3] = [attempt(), attempt(), attempt()];
       for (const a of [a1, a2, a3]) conn.send({ type: 'assign', attempt: a });
@@ -89,16 +103,11 @@ describe('agent prefetch', { timeout: 30_000 }, () => {
       assert.ok(of(conn, 'exit', a1.attemptId) < of(conn, 'started', a2.attemptId), 'a2 after a1');
       assert.ok(of(conn, 'exit', a2.attemptId) < of(conn, 'started', a3.attemptId), 'a3 after a2');
       assert.ok(of(conn, 'started', a4.attemptId) < of(conn, 'started', a2.attemptId), 'a4 ran beside a1');
-    } finally {
-      await agent.close();
-      await server.close();
-    }
+    });
   });
 
   it('a cancel ends a queued attempt as cancelled without starting it; a report: false stop drops one, reporting nothing', async () => {
-    const server = await FakeServer.start();
-    const { agent, conn, endOf } = await connectAgent(server, tmp.dir, { slots: 1, prefetch: 2 });
-    try {
+    await withAgent({ slots: 1, prefetch: 2 }, async ({ conn, endOf }) => {
       conn.autoAck = true;
       const running = attempt({ args: ['100'] });
       const [cancelled, dropped] = [attempt(), attempt()];
@@ -118,16 +127,11 @@ describe('agent prefetch', { timeout: 30_000 }, () => {
       // Neither queued one ever started, and the dropped one said nothing at all.
       for (const a of [cancelled, dropped]) assert.equal(of(conn, 'started', a.attemptId), -1);
       assert.equal(of(conn, 'exit', dropped.attemptId), -1);
-    } finally {
-      await agent.close();
-      await server.close();
-    }
+    });
   });
 
   it('a drain gives the queue back at once, reported lost and never started; the running attempt finishes', async () => {
-    const server = await FakeServer.start();
-    const { agent, conn, endOf } = await connectAgent(server, tmp.dir, { slots: 1, prefetch: 2 });
-    try {
+    await withAgent({ slots: 1, prefetch: 2 }, async ({ conn, endOf }) => {
       conn.autoAck = true;
       const running = attempt({ args: ['0.5'] });
       const queued = [attempt(), attempt()];
@@ -142,16 +146,11 @@ describe('agent prefetch', { timeout: 30_000 }, () => {
       assert.equal(of(conn, 'exit', running.attemptId), -1, 'given back while the running one still runs');
       assert.equal((await endOf(running.attemptId)).result.outcome, 'succeeded');
       for (const a of queued) assert.equal(of(conn, 'started', a.attemptId), -1);
-    } finally {
-      await agent.close();
-      await server.close();
-    }
+    });
   });
 
   it('close() gives the queue back as lost (worker shutting down)', async () => {
-    const server = await FakeServer.start();
-    const { agent, conn } = await connectAgent(server, tmp.dir, { slots: 1, prefetch: 1 });
-    try {
+    await withAgent({ slots: 1, prefetch: 1 }, async ({ agent, conn }) => {
       const running = attempt({ args: ['100'] });
       const queued = attempt();
       for (const a of [running, queued]) conn.send({ type: 'assign', attempt: a });
@@ -160,16 +159,11 @@ describe('agent prefetch', { timeout: 30_000 }, () => {
       const exit = await conn.next('exit', (m) => m.attemptId === queued.attemptId);
       assert.deepEqual([exit.outcome, exit.error], ['lost', 'worker shutting down']);
       assert.equal(of(conn, 'started', queued.attemptId), -1);
-    } finally {
-      await agent.close();
-      await server.close();
-    }
+    });
   });
 
   it('self-fencing drops queued attempts too: none starts, each is in the next hello as killed', async () => {
-    const server = await FakeServer.start();
-    const { agent, conn } = await connectAgent(server, tmp.dir, { slots: 1, prefetch: 2, killGraceMs: 300 }, { heartbeatMs: 200, leaseMs: 1_500 });
-    try {
+    await withAgent({ slots: 1, prefetch: 2, killGraceMs: 300 }, async ({ conn, server }) => {
       const running = attempt({ args: ['100'] });
       const queued = [attempt(), attempt()];
       for (const a of [running, ...queued]) conn.send({ type: 'assign', attempt: a });
@@ -186,9 +180,6 @@ describe('agent prefetch', { timeout: 30_000 }, () => {
       }
       assert.match(killed.get(running.attemptId)?.reason ?? '', /stopped by the agent/);
       assert.deepEqual(hello.running.filter((r) => queued.some((a) => a.attemptId === r.attemptId)), [], 'no longer listed as its own');
-    } finally {
-      await agent.close();
-      await server.close();
-    }
+    }, { heartbeatMs: 200, leaseMs: 1_500 });
   });
 });
