@@ -489,20 +489,25 @@ describe('browser: DAG pages', () => {
       await until('the page caught up with the store', async () => Number(await p.getByTestId('run-count-succeeded').getAttribute('data-count')) >= (done.counts.succeeded ?? 0));
       // The run may end on its own at any point of the two presses (CI saw it twice on a loaded machine: once between the check
       // and the confirmation, so the API answered 409; once between the two presses, so the confirmation left the page with the
-      // run's Cancel button). Each press is tried while the page shows the run running; a button gone because the run ended is
-      // not a failure. Either way the page must come to show the state the store holds.
-      const press = (name: string) =>
-        until(`${name}, or the run's end`, async () => {
-          if ((await ended.count()) > 0) return true;
-          try {
-            await p.getByRole('button', { name }).click({ timeout: 1_000 });
+      // run's Cancel button). And an armed button disarms after ARMED_MS (two-step-button.tsx): on a loaded machine CI once saw the
+      // confirmation come too late for it, and then waited for a Confirm that was gone. So each round presses whichever of the two
+      // the page shows (Cancel arms it again) until the confirmation went through or the run shows that it ended; a button gone
+      // because the run ended is not a failure. Either way the page must come to show the state the store holds.
+      const cancelButton = p.getByRole('button', { name: `Cancel run ${runId}` });
+      const confirmButton = p.getByRole('button', { name: `Confirm: cancel run ${runId}` });
+      await until(`Cancel and Confirm on run ${runId}, or the run's end`, async () => {
+        if ((await ended.count()) > 0) return true;
+        try {
+          if (await confirmButton.isVisible()) {
+            await confirmButton.click({ timeout: 1_000 });
             return true;
-          } catch {
-            return false;
           }
-        }, 30_000);
-      await press(`Cancel run ${runId}`);
-      await press(`Confirm: cancel run ${runId}`);
+          await cancelButton.click({ timeout: 1_000 });
+        } catch {
+          // Neither there at this moment (a re-render, or the run just ended): the next round looks again.
+        }
+        return false;
+      }, 60_000);
       const final = await until('the run ended in the store', async () => {
         const d = await runDetail(runId);
         return d.run.state === 'running' ? undefined : d;
