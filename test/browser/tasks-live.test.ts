@@ -304,4 +304,85 @@ describe('browser: tasks, live', () => {
     await screenshot(page, 'workers-draining');
     assert.deepEqual(tab.problems, []);
   });
+
+  /**
+   * Opens /tasks in a fresh tab whose list fetch reads the store at once but answers only when `release` is called,
+   * and records each `changes` event of the tab's EventSource in window.__changes. The recorder is added in the
+   * EventSource's constructor, before the app's own listener, and one event's listeners run together: once the
+   * recorder has an event, the app has applied it. `holdStream`: the stream's request waits for `openStream()`.
+   */
+  async function tasksPageWithHeldList(holdStream: boolean) {
+    const t = await openTab(browser);
+    const p = t.page;
+    await signIn(p, c.url, c.api.token);
+    await p.addInitScript(() => {
+      const w = window as unknown as { __changes: string[]; EventSource: typeof EventSource };
+      w.__changes = [];
+      const Native = w.EventSource;
+      w.EventSource = class extends Native {
+        constructor(url: string | URL, init?: EventSourceInit) {
+          super(url, init);
+          this.addEventListener('changes', (ev) => w.__changes.push(String((ev as MessageEvent).data)));
+        }
+      };
+    });
+    let read!: () => void;
+    const listRead = new Promise<void>((r) => (read = r));
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    let openStream!: () => void;
+    const streamOpen = new Promise<void>((r) => (openStream = r));
+    let held = false;
+    await p.route(
+      (url) => url.pathname === '/v1/tasks' || (holdStream && url.pathname === '/v1/stream'),
+      async (route) => {
+        if (new URL(route.request().url()).pathname === '/v1/stream') {
+          await streamOpen;
+          return route.continue();
+        }
+        if (held || route.request().method() !== 'GET') return route.continue();
+        held = true;
+        const answer = await route.fetch();
+        read();
+        await released;
+        await route.fulfill({ response: answer });
+      },
+    );
+    await p.goto(`${c.url}/tasks`);
+    await listRead;
+    const delivered = (id: string) => p.waitForFunction((tid) => (window as unknown as { __changes: string[] }).__changes.some((d) => d.includes(tid)), id);
+    return { t, p, release, openStream, delivered };
+  }
+
+  it('a change the stream delivers while the Tasks list is loading shows once the older answer lands', async () => {
+    // The race CI hit: the list's fetch read the store before a task was submitted and answered after the stream had
+    // delivered that task; the answer replaced the page without the row, and nothing changed after to bring it back.
+    const { t, p, release, delivered } = await tasksPageWithHeldList(false);
+    try {
+      await waitLive(p);
+      const id = await c.api.submit({ name: 'while-loading', command: 'true', requires: { gate: 'never' } });
+      await delivered(id);
+      release();
+      await p.locator(`tr[data-task-id="${id}"] [data-state="waiting"]`).waitFor({ timeout: 5_000 });
+      assert.deepEqual(t.problems, []);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('a change made before the stream connects, while the Tasks list is loading, shows once the older answer lands', async () => {
+    // The same race at the stream's start: the stream begins after the task, so it never delivers it as a change,
+    // and the list's answer predates it. The first `hello` must refetch what was in flight too.
+    const { t, p, release, openStream } = await tasksPageWithHeldList(true);
+    try {
+      const id = await c.api.submit({ name: 'before-the-stream', command: 'true', requires: { gate: 'never' } });
+      openStream();
+      await waitLive(p);
+      release();
+      await p.locator(`tr[data-task-id="${id}"] [data-state="waiting"]`).waitFor({ timeout: 5_000 });
+      assert.deepEqual(t.problems, []);
+    } finally {
+      await t.close();
+    }
+  });
 });

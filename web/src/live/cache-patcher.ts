@@ -15,6 +15,18 @@
  *   run's detail and refetches it and the run lists (dag-run-patcher.ts).
  * `reset` (the stream's cursor expired) invalidates everything: every active
  * query refetches and the stream continues from the head.
+ *
+ * A fetch in flight when a change arrives may have read the store before the
+ * change was committed; its answer would then overwrite the patch (or, for a
+ * first fetch, arrive without the row at all) and the page would miss the
+ * change until the next one. So task summaries that arrive while a list is
+ * fetching are kept and applied again to the fetch's answer when it lands
+ * (rows compare by updatedAt, so an older summary never replaces a fresher
+ * fetched row); a change to the workers while they are fetching refetches
+ * them once that fetch has answered (debounced as above: worker rows carry no
+ * version to compare); and a task's detail is refetched even when its first
+ * fetch has not answered yet. No fetch in flight is cancelled for this, so a
+ * stream of changes during a drain cannot keep a page from ever loading.
  */
 import type { QueryClient } from '@tanstack/react-query';
 import { qk } from '../api/query-keys';
@@ -33,8 +45,28 @@ export class CachePatcher {
   private readonly schedules;
   private readonly dagRuns;
   private readonly detailTimers = new Map<string, ReturnType<typeof setTimeout>>();
+  /** By query hash: task summaries that arrived while that list was fetching, newest per id. */
+  private readonly duringFetch = new Map<string, Map<string, TaskSummary>>();
+  /** By query hash: fetches in flight at the stream's first `hello`, to be repeated once they answer. */
+  private readonly refetchAfterFetch = new Set<string>();
+  /** A worker changed while the workers query was fetching. */
+  private workersDuringFetch = false;
+  private readonly unsubscribe: () => void;
 
   constructor(private readonly qc: QueryClient) {
+    this.unsubscribe = qc.getQueryCache().subscribe((event) => {
+      if (event.type === 'removed') {
+        this.duringFetch.delete(event.query.queryHash);
+        this.refetchAfterFetch.delete(event.query.queryHash);
+        return;
+      }
+      if (event.type !== 'updated') return;
+      const action = event.action;
+      // `manual` successes are setQueryData calls (this class's own patches), not answers.
+      if (action.type === 'success' && action.manual) return;
+      if (action.type !== 'success' && action.type !== 'error') return;
+      this.fetchEnded(event.query.queryKey, event.query.queryHash, action.type === 'success');
+    });
     this.counts = debouncer(() => void qc.invalidateQueries({ queryKey: qk.counts }), 400, 1000);
     this.minutes = debouncer(() => void qc.invalidateQueries({ queryKey: qk.minutes }), 5000, 15000);
     this.workers = debouncer(() => void qc.invalidateQueries({ queryKey: qk.workers }), 500, 1500);
@@ -52,12 +84,23 @@ export class CachePatcher {
     void this.qc.invalidateQueries();
   }
 
-  /** The first `hello` of this tab: anything fetched before the stream's start position may have missed a change. */
+  /**
+   * The first `hello` of this tab: anything fetched before the stream's start position may have missed a change.
+   * That includes a fetch still in flight, which may have read the store before the stream began: it is refetched
+   * once it answers.
+   */
   refetchOlderThan(at: number): void {
+    for (const q of this.qc.getQueryCache().getAll()) {
+      if (q.queryKey[0] !== 'me' && q.state.fetchStatus === 'fetching') this.refetchAfterFetch.add(q.queryHash);
+    }
     void this.qc.invalidateQueries({ predicate: (q) => q.queryKey[0] !== 'me' && q.state.dataUpdatedAt > 0 && q.state.dataUpdatedAt < at });
   }
 
   dispose(): void {
+    this.unsubscribe();
+    this.duringFetch.clear();
+    this.refetchAfterFetch.clear();
+    this.workersDuringFetch = false;
     this.counts.cancel();
     this.minutes.cancel();
     this.workers.cancel();
@@ -70,11 +113,15 @@ export class CachePatcher {
   private applyTasks(tasks: readonly TaskSummary[]): void {
     const byId = new Map(tasks.map((t) => [t.id, t]));
     for (const q of this.qc.getQueryCache().findAll({ queryKey: qk.taskLists })) {
-      const page = q.state.data as LivePage | undefined;
-      if (!page) continue;
-      const filter = (q.queryKey[2] ?? {}) as ListTasksQuery;
-      const next = patchTaskPage(page, filter, byId, filter.limit ?? DEFAULT_LIMIT);
-      if (next) this.qc.setQueryData(q.queryKey, next);
+      if (q.state.fetchStatus === 'fetching') {
+        const kept = this.duringFetch.get(q.queryHash) ?? new Map<string, TaskSummary>();
+        for (const t of tasks) {
+          const had = kept.get(t.id);
+          if (!had || had.updatedAt <= t.updatedAt) kept.set(t.id, t);
+        }
+        this.duringFetch.set(q.queryHash, kept);
+      }
+      this.patchList(q.queryKey, byId);
     }
     let runningChanged = false;
     for (const t of tasks) {
@@ -88,11 +135,35 @@ export class CachePatcher {
     this.dagRuns.apply(tasks);
   }
 
+  /** Applies `byId` to one cached task list, when it has a page. */
+  private patchList(key: readonly unknown[], byId: ReadonlyMap<string, TaskSummary>): void {
+    const page = this.qc.getQueryData<LivePage>(key);
+    if (!page) return;
+    const filter = (key[2] ?? {}) as ListTasksQuery;
+    const next = patchTaskPage(page, filter, byId, filter.limit ?? DEFAULT_LIMIT);
+    if (next) this.qc.setQueryData(key, next);
+  }
+
+  /** A query's fetch answered (`fetched`) or failed: re-apply what arrived while it was in flight. */
+  private fetchEnded(key: readonly unknown[], hash: string, fetched: boolean): void {
+    if (this.refetchAfterFetch.delete(hash)) void this.qc.invalidateQueries({ queryKey: key, exact: true });
+    if (key[0] === qk.taskLists[0] && key[1] === qk.taskLists[1]) {
+      const kept = this.duringFetch.get(hash);
+      if (!kept) return;
+      this.duringFetch.delete(hash);
+      if (fetched) this.patchList(key, kept);
+    } else if (key.length === qk.workers.length && key[0] === qk.workers[0] && this.workersDuringFetch) {
+      this.workersDuringFetch = false;
+      this.workers.trigger();
+    }
+  }
+
   private patchDetail(t: TaskSummary): void {
     const key = qk.taskDetail(t.id);
+    // A detail still on its first fetch is refetched below too: that fetch may predate this change.
+    if (!this.qc.getQueryCache().find({ queryKey: key, exact: true })) return;
     const cur = this.qc.getQueryData<TaskDetail>(key);
-    if (!cur) return;
-    if (t.updatedAt >= cur.task.updatedAt) {
+    if (cur && t.updatedAt >= cur.task.updatedAt) {
       this.qc.setQueryData<TaskDetail>(key, {
         ...cur,
         task: { ...cur.task, state: t.state, attempts: t.attempts, retriesUsed: t.retriesUsed, updatedAt: t.updatedAt, runAfter: t.runAfter, skipReason: t.skipReason ?? null },
@@ -109,6 +180,7 @@ export class CachePatcher {
   }
 
   private applyWorkers(workers: readonly WorkerInfo[]): void {
+    if (this.qc.getQueryCache().find({ queryKey: qk.workers, exact: true })?.state.fetchStatus === 'fetching') this.workersDuringFetch = true;
     const cur = this.qc.getQueryData<{ workers: WorkerInfo[] }>(qk.workers);
     if (!cur) return;
     const byId = new Map(workers.map((w) => [w.id, w]));
