@@ -142,9 +142,17 @@ export class Api {
     if (r.status !== 200) throw new Error(`get failed ${r.status}: ${r.text}`);
     return r.body;
   }
-  /** Follows the task's log until it ends (the server closes the stream), then returns the task. */
-  async waitDone(id: string): Promise<{ task: any; attempts: any[]; events: any[]; logs: string }> {
-    const r = await this.req('GET', `/v1/tasks/${id}/logs?follow=1`);
+  /**
+   * Follows the task's log until it ends (the server closes the stream), then returns the task. Bounded: a task
+   * that never ends (no worker left for it after an earlier failure) fails the test instead of hanging the run.
+   */
+  async waitDone(id: string, timeoutMs = 120_000): Promise<{ task: any; attempts: any[]; events: any[]; logs: string }> {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`task ${id} did not end within ${timeoutMs} ms`)), timeoutMs);
+    });
+    // On a timeout the follow request stays open until the cluster closes (the server ends the stream then).
+    const r = await Promise.race([this.req('GET', `/v1/tasks/${id}/logs?follow=1`), late]).finally(() => clearTimeout(timer));
     if (r.status !== 200) throw new Error(`logs failed ${r.status}: ${r.text}`);
     return { ...(await this.task(id)), logs: r.text };
   }
