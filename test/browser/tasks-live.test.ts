@@ -278,6 +278,10 @@ describe('browser: tasks, live', () => {
     assert.match(await failure.locator('.failure-error').innerText(), /3/);
     // Two charts drawn (canvas) from the per-minute stats.
     assert.equal(await page.locator('.chart canvas').count(), 2);
+    // Their times read as every other time on the dashboard: 24-hour (the legend follows the pointer).
+    await page.locator('.chart .u-over').first().hover();
+    const at = page.locator('.chart').first().locator('.u-legend .u-series').first().locator('.u-value');
+    await until('the legend time under the pointer', async () => /^\d{2}:\d{2}$/.test(await at.innerText()));
     await screenshot(page, 'overview');
     // A state tile links to the Tasks page filtered by that state.
     await page.locator('.count-tile[data-state="failed"]').click();

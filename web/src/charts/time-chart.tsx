@@ -8,6 +8,7 @@ import { useEffect, useRef } from 'react';
 import uPlot from 'uplot';
 import { chartColors, type ChartColors } from './theme-colors';
 import { useColorScheme } from '../hooks/use-color-scheme';
+import { formatClock, formatDay } from '../format/time';
 
 export interface ChartSeries {
   label: string;
@@ -54,7 +55,19 @@ export function TimeChart({ x, series, height = 180, label, yUnit = '' }: Props)
       cursor: { points: { size: 6 }, drag: { x: false, y: false } },
       scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, Math.max(yUnit === 's' ? 0.01 : 1, max * 1.1)] } },
       axes: [
-        { stroke: c.text, grid: { stroke: c.grid, width: 1 }, ticks: { stroke: c.grid } },
+        {
+          stroke: c.text,
+          grid: { stroke: c.grid, width: 1 },
+          ticks: { stroke: c.grid },
+          // 24-hour, as every other time on the dashboard (uPlot's default is 12-hour with am/pm); the day under
+          // the first tick and wherever it changes. uPlot's time scale is in seconds.
+          values: (_u, vals) =>
+            vals.map((v, i) => {
+              const prev = i > 0 ? vals[i - 1] : undefined;
+              const newDay = prev === undefined || prev === null || new Date(prev * 1000).getDate() !== new Date(v * 1000).getDate();
+              return newDay ? `${formatClock(v * 1000)}\n${formatDay(v * 1000)}` : formatClock(v * 1000);
+            }),
+        },
         {
           stroke: c.text,
           grid: { stroke: c.grid, width: 1 },
@@ -66,7 +79,7 @@ export function TimeChart({ x, series, height = 180, label, yUnit = '' }: Props)
         },
       ],
       series: [
-        {},
+        { value: (_u: uPlot, v: number | null) => (v === null ? '—' : formatClock(v * 1000)) },
         ...series.map((s) => ({
           label: s.label,
           stroke: s.color(c),

@@ -3,6 +3,18 @@
 const timeFmt = new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit', second: '2-digit', hour12: false });
 const dateTimeFmt = new Intl.DateTimeFormat(undefined, { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', hour12: false });
 const fullFmt = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
+const clockFmt = new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit', hour12: false });
+const dayFmt = new Intl.DateTimeFormat(undefined, { month: 'short', day: 'numeric' });
+
+/** Hours and minutes, 24-hour, as the rest of the dashboard (charts' time axes). */
+export function formatClock(ms: number): string {
+  return clockFmt.format(new Date(ms));
+}
+
+/** Month and day ("Dec 4"): under a chart's first time tick and where the day changes. */
+export function formatDay(ms: number): string {
+  return dayFmt.format(new Date(ms));
+}
 
 export function formatTime(iso: string | null, now = Date.now()): string {
   if (!iso) return '—';
