@@ -310,13 +310,32 @@ describe('browser: tasks, live', () => {
   });
 
   /**
-   * Opens /tasks in a fresh tab whose list fetch reads the store at once but answers only when `release` is called,
+   * Opens /tasks in a fresh tab (closed after) whose list fetch reads the store at once but answers only when `release` is called,
    * and records each `changes` event of the tab's EventSource in window.__changes. The recorder is added in the
    * EventSource's constructor, before the app's own listener, and one event's listeners run together: once the
    * recorder has an event, the app has applied it. `holdStream`: the stream's request waits for `openStream()`.
+   * Then `body` submits a task, releases the answer when it chooses and returns the task's id, which the page must
+   * then show as waiting within 5 s, with no problem recorded.
    */
-  async function tasksPageWithHeldList(holdStream: boolean) {
+  type HeldListBody = (h: { p: Page; release: () => void; openStream: () => void; delivered: (id: string) => Promise<unknown> }) => Promise<string>;
+
+  async function withHeldList(
+    holdStream: boolean,
+    body: HeldListBody,
+  ): Promise<void> {
     const t = await openTab(browser);
+    try {
+      await heldListSteps(t, holdStream, body);
+    } finally {
+      await t.close();
+    }
+  }
+
+  async function heldListSteps(
+    t: Tab,
+    holdStream: boolean,
+    body: HeldListBody,
+  ): Promise<void> {
     const p = t.page;
     await signIn(p, c.url, c.api.token);
     await p.addInitScript(() => {
@@ -355,38 +374,33 @@ describe('browser: tasks, live', () => {
     await p.goto(`${c.url}/tasks`);
     await listRead;
     const delivered = (id: string) => p.waitForFunction((tid) => (window as unknown as { __changes: string[] }).__changes.some((d) => d.includes(tid)), id);
-    return { t, p, release, openStream, delivered };
+    // `body` releases the held answer at its chosen moment and returns the task the page must show.
+    const id = await body({ p, release, openStream, delivered });
+    await p.locator(`tr[data-task-id="${id}"] [data-state="waiting"]`).waitFor({ timeout: 5_000 });
+    assert.deepEqual(t.problems, []);
   }
 
   it('a change the stream delivers while the Tasks list is loading shows once the older answer lands', async () => {
     // The race CI hit: the list's fetch read the store before a task was submitted and answered after the stream had
     // delivered that task; the answer replaced the page without the row, and nothing changed after to bring it back.
-    const { t, p, release, delivered } = await tasksPageWithHeldList(false);
-    try {
+    await withHeldList(false, async ({ p, release, delivered }) => {
       await waitLive(p);
       const id = await c.api.submit({ name: 'while-loading', command: 'true', requires: { gate: 'never' } });
       await delivered(id);
       release();
-      await p.locator(`tr[data-task-id="${id}"] [data-state="waiting"]`).waitFor({ timeout: 5_000 });
-      assert.deepEqual(t.problems, []);
-    } finally {
-      await t.close();
-    }
+      return id;
+    });
   });
 
   it('a change made before the stream connects, while the Tasks list is loading, shows once the older answer lands', async () => {
     // The same race at the stream's start: the stream begins after the task, so it never delivers it as a change,
     // and the list's answer predates it. The first `hello` must refetch what was in flight too.
-    const { t, p, release, openStream } = await tasksPageWithHeldList(true);
-    try {
+    await withHeldList(true, async ({ p, release, openStream }) => {
       const id = await c.api.submit({ name: 'before-the-stream', command: 'true', requires: { gate: 'never' } });
       openStream();
       await waitLive(p);
       release();
-      await p.locator(`tr[data-task-id="${id}"] [data-state="waiting"]`).waitFor({ timeout: 5_000 });
-      assert.deepEqual(t.problems, []);
-    } finally {
-      await t.close();
-    }
+      return id;
+    });
   });
 });
