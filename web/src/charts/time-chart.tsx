@@ -63,9 +63,9 @@ export function TimeChart({ x, series, height = 180, label, yUnit = '' }: Props)
           // the first tick and wherever it changes. uPlot's time scale is in seconds.
           values: (_u, vals) =>
             vals.map((v, i) => {
-              const prev = i > 0 ? vals[i - 1] : undefined;
-              const newDay = prev === undefined || prev === null || new Date(prev * 1000).getDate() !== new Date(v * 1000).getDate();
-              return newDay ? `${formatClock(v * 1000)}\n${formatDay(v * 1000)}` : formatClock(v * 1000);
+              const ms = v * 1000;
+              const newDay = i === 0 || new Date(vals[i - 1]! * 1000).getDate() !== new Date(ms).getDate();
+              return newDay ? `${formatClock(ms)}\n${formatDay(ms)}` : formatClock(ms);
             }),
         },
         {

@@ -28,7 +28,7 @@
  * fetch has not answered yet. No fetch in flight is cancelled for this, so a
  * stream of changes during a drain cannot keep a page from ever loading.
  */
-import type { QueryClient } from '@tanstack/react-query';
+import { matchQuery, type Query, type QueryClient } from '@tanstack/react-query';
 import { qk } from '../api/query-keys';
 import type { ListTasksQuery, TaskDetail, TaskSummary, WorkerInfo } from '../api/types';
 import { debouncer } from './debouncer';
@@ -65,7 +65,7 @@ export class CachePatcher {
       // `manual` successes are setQueryData calls (this class's own patches), not answers.
       if (action.type === 'success' && action.manual) return;
       if (action.type !== 'success' && action.type !== 'error') return;
-      this.fetchEnded(event.query.queryKey, event.query.queryHash, action.type === 'success');
+      this.fetchEnded(event.query, action.type === 'success');
     });
     this.counts = debouncer(() => void qc.invalidateQueries({ queryKey: qk.counts }), 400, 1000);
     this.minutes = debouncer(() => void qc.invalidateQueries({ queryKey: qk.minutes }), 5000, 15000);
@@ -145,14 +145,14 @@ export class CachePatcher {
   }
 
   /** A query's fetch answered (`fetched`) or failed: re-apply what arrived while it was in flight. */
-  private fetchEnded(key: readonly unknown[], hash: string, fetched: boolean): void {
-    if (this.refetchAfterFetch.delete(hash)) void this.qc.invalidateQueries({ queryKey: key, exact: true });
-    if (key[0] === qk.taskLists[0] && key[1] === qk.taskLists[1]) {
-      const kept = this.duringFetch.get(hash);
+  private fetchEnded(q: Query, fetched: boolean): void {
+    if (this.refetchAfterFetch.delete(q.queryHash)) void this.qc.invalidateQueries({ queryKey: q.queryKey, exact: true });
+    if (matchQuery({ queryKey: qk.taskLists }, q)) {
+      const kept = this.duringFetch.get(q.queryHash);
       if (!kept) return;
-      this.duringFetch.delete(hash);
-      if (fetched) this.patchList(key, kept);
-    } else if (key.length === qk.workers.length && key[0] === qk.workers[0] && this.workersDuringFetch) {
+      this.duringFetch.delete(q.queryHash);
+      if (fetched) this.patchList(q.queryKey, kept);
+    } else if (this.workersDuringFetch && matchQuery({ queryKey: qk.workers, exact: true }, q)) {
       this.workersDuringFetch = false;
       this.workers.trigger();
     }
