@@ -153,6 +153,8 @@ export interface ListTasksQuery {
   limit?: number;
   /** The previous page's `nextCursor`. */
   cursor?: string;
+  /** `created` (default): newest created first; `ended`: newest end first, with `state` failed or cancelled only. */
+  order?: 'created' | 'ended';
 }
 
 /** A row of `GET /v1/tasks` and of the stream: no command, script, args or env. */

@@ -105,6 +105,9 @@ export type SubmitHeaders = Static<typeof SubmitHeaders>;
  */
 export const TASK_ID_PREFIX_PATTERN = '^[0-9A-HJKMNP-TV-Za-hjkmnp-tv-z]{1,26}$';
 
+/** A task list's cursor: a task id (order created), or "<updatedAt ms>.<task id>" (order ended; store/task-list.ts). */
+const TASK_LIST_CURSOR_PATTERN = `^(?:[0-9]{1,16}\\.)?${TASK_ID_PATTERN.slice(1, -1)}$`;
+
 export const ListQuery = Type.Object(
   {
     state: Type.Optional(Type.Union(TASK_STATES.map((s) => Type.Literal(s)))),
@@ -116,7 +119,14 @@ export const ListQuery = Type.Object(
     schedule: Type.Optional(
       Type.String({ minLength: 1, maxLength: 100, pattern: '^[A-Za-z0-9._-]{1,100}$', description: 'the runs of this schedule (of `owner` for an admin who names one, else the caller\'s); 404 when there is none' }),
     ),
-    cursor: Type.Optional(Type.String({ pattern: TASK_ID_PATTERN })),
+    cursor: Type.Optional(
+      Type.String({ pattern: TASK_LIST_CURSOR_PATTERN, description: 'the nextCursor of the page before: a task id, or with order=ended "<ms>.<task id>"' }),
+    ),
+    order: Type.Optional(
+      Type.Union([Type.Literal('created'), Type.Literal('ended')], {
+        description: 'created (default): newest created first; ended: newest end first, with state failed or cancelled only',
+      }),
+    ),
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500 })),
   },
   { additionalProperties: false },

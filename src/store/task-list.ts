@@ -21,11 +21,19 @@
  *     (owner, state, id) indexes.
  *   - a schedule (its runs) is an equality leading the partial (schedule_id, id)
  *     index of migration 8.
+ * `order: 'ended'` (ENDED_ORDER_STATES only) reads newest end first instead:
+ * ORDER BY updated_at DESC, id DESC on the partial (state, updated_at, id) and
+ * (owner, state, updated_at, id) indexes of failed and cancelled tasks
+ * (migration 14). A task's updated_at is the time of its last transition, and
+ * a failed or cancelled task changes only by leaving that state (a retry), so
+ * for these states it is when the task ended. Its keyset cursor is
+ * "<updatedAt>.<id>" (endedCursor); the other filters stay conditions.
  * The SQL is the same in both dialects; only the parameter placeholders differ,
  * which the caller's `param` supplies.
  */
 import { InvalidInputError } from '../core/errors.js';
 import { smallestTaskIdAt } from '../core/ids.js';
+import type { TaskState } from '../core/task-state.js';
 import type { TaskFilter } from './tasks.js';
 
 const ID_PREFIX_RE = /^[0-9A-HJKMNP-TV-Z]{1,26}$/;
@@ -36,6 +44,50 @@ const ID_PREFIX_RE = /^[0-9A-HJKMNP-TV-Z]{1,26}$/;
  */
 export const ID_CLOCK_STEP_MS = 60_000;
 const ASCII_RE = /^[\x20-\x7e]*$/;
+
+/**
+ * The states `order: 'ended'` lists: those of the partial end indexes
+ * (migration 14, `WHERE (state = 'failed' OR state = 'cancelled') AND
+ * updated_at >= 0`). Only these two are indexed by end: they are rare,
+ * so the indexes cost the hot path (every task that succeeds) nothing.
+ * SQLite uses a partial index only when terms of the query's WHERE imply the
+ * index's, so the query names its state as a literal, one of these
+ * (`state = 'failed'` implies a side of the OR), and ENDED_INDEX_MARK. The
+ * mark (always true: times are epoch ms; `IS NOT NULL` would not do, SQLite
+ * drops that term of a NOT NULL column from the query) keeps the id-ordered
+ * lists off these indexes: SQLite otherwise chose tasks_owner_ended for `owner = ? AND
+ * state = ?` bound to 'failed' and sorted its rows by id, where
+ * tasks_owner_state_id reads them in order. With the index's `IN (...)`
+ * copied into the query instead of the literal, SQLite read
+ * (owner, state, updated_at, id) but sorted its rows. Both measured with
+ * test/store/query-plans.test.ts.
+ */
+export const ENDED_ORDER_STATES: readonly TaskState[] = ['failed', 'cancelled'];
+const ENDED_INDEX_MARK = 't.updated_at >= 0';
+/** "<updatedAt ms>.<task id>": the last row of an `order: 'ended'` page. */
+const ENDED_CURSOR_RE = /^(\d{1,16})\.([\x21-\x7e]{1,200})$/;
+
+/** The keyset cursor of a row of an `order: 'ended'` page. */
+export const endedCursor = (row: { id: string; updatedAt: number }): string => `${row.updatedAt}.${row.id}`;
+
+function parseEndedCursor(cursor: string): { at: number; id: string } {
+  const m = ENDED_CURSOR_RE.exec(cursor);
+  const at = m ? Number(m[1]) : NaN;
+  if (!m || !Number.isSafeInteger(at)) {
+    throw new InvalidInputError('cursor', 'is not a cursor of an order=ended list (pass the nextCursor of the page before, unchanged)');
+  }
+  return { at, id: m[2]! };
+}
+
+/** Checks `order` and what it needs; returns whether the list is by end. */
+function endedOrder(filter: TaskFilter): boolean {
+  if (filter.order === undefined || filter.order === 'created') return false;
+  if (filter.order !== 'ended') throw new InvalidInputError('order', 'must be "created" or "ended"');
+  if (filter.state === undefined || !ENDED_ORDER_STATES.includes(filter.state)) {
+    throw new InvalidInputError('order', `"ended" lists tasks by when they ended and needs state ${ENDED_ORDER_STATES.join(' or ')}`);
+  }
+  return true;
+}
 
 /**
  * The smallest string greater than every string that starts with `p`, in code
@@ -75,7 +127,10 @@ const minOf = (a: string | undefined, b: string) => (a === undefined || b < a ? 
  */
 export function taskListConditions(filter: TaskFilter, param: (value: unknown) => string): string[] {
   const where: string[] = [];
-  if (filter.state !== undefined) where.push(`t.state = ${param(filter.state)}`);
+  const ended = endedOrder(filter);
+  // Ended: a literal of ENDED_ORDER_STATES (endedOrder checked it), for the partial index (see there).
+  if (ended) where.push(`t.state = '${filter.state}'`, ENDED_INDEX_MARK);
+  else if (filter.state !== undefined) where.push(`t.state = ${param(filter.state)}`);
   if (filter.owner !== undefined) where.push(`t.owner = ${param(filter.owner)}`);
   if (filter.scheduleId !== undefined) where.push(`t.schedule_id = ${param(filter.scheduleId)}`);
   if (filter.namePrefix !== undefined && filter.namePrefix !== '') {
@@ -103,7 +158,12 @@ export function taskListConditions(filter: TaskFilter, param: (value: unknown) =
     to = minOf(to, smallestTaskIdAt(Math.min(b + ID_CLOCK_STEP_MS, Number.MAX_SAFE_INTEGER)));
     where.push(`t.created_at < ${param(b)}`);
   }
-  if (filter.cursor !== undefined) {
+  if (filter.cursor !== undefined && ended) {
+    const c = parseEndedCursor(filter.cursor);
+    where.push(`(t.updated_at, t.id) < (${param(c.at)}, ${param(c.id)})`);
+  } else if (filter.cursor !== undefined) {
+    // A task id never holds a dot: this is an order=ended page's cursor, which means nothing in id order.
+    if (ENDED_CURSOR_RE.test(filter.cursor)) throw new InvalidInputError('cursor', 'is the cursor of an order=ended list: pass order=ended with it');
     // A cursor is a task id; anything else (not ASCII) is compared on its own, still correctly.
     if (ASCII_RE.test(filter.cursor)) to = minOf(to, filter.cursor);
     else where.push(`t.id < ${param(filter.cursor)}`);
@@ -113,13 +173,26 @@ export function taskListConditions(filter: TaskFilter, param: (value: unknown) =
   return where;
 }
 
+/** The list's ORDER BY (without the keywords): newest created first, or newest end first (`order: 'ended'`). */
+export function taskListOrder(filter: TaskFilter): string {
+  return filter.order === 'ended' ? 't.updated_at DESC, t.id DESC' : 't.id DESC';
+}
+
 /**
- * `SELECT <columns> FROM <from> [WHERE ...] ORDER BY t.id DESC LIMIT <limit + 1>`;
+ * `SELECT <columns> FROM <from> [WHERE ...] ORDER BY <taskListOrder> LIMIT <limit + 1>`;
  * `limitOf` writes the LIMIT's placeholder (SQLite: sqliteLimit, sqlite/records.ts).
  */
 export function taskListSql(filter: TaskFilter, columns: string, from: string, param: (value: unknown) => string, limitOf: (placeholder: string) => string = (p) => p): string {
   const where = taskListConditions(filter, param);
-  return `SELECT ${columns} FROM ${from}${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY t.id DESC LIMIT ${limitOf(param(filter.limit + 1))}`;
+  return `SELECT ${columns} FROM ${from}${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY ${taskListOrder(filter)} LIMIT ${limitOf(param(filter.limit + 1))}`;
+}
+
+/** A task page and its keyset cursor (by the list's order) from `limit + 1` rows. */
+export function taskPageOf<T extends { id: string; updatedAt: number }>(rows: T[], filter: TaskFilter): { items: T[]; nextCursor: string | null } {
+  const items = rows.slice(0, filter.limit);
+  const last = items[items.length - 1];
+  if (rows.length <= filter.limit || !last) return { items, nextCursor: null };
+  return { items, nextCursor: filter.order === 'ended' ? endedCursor(last) : last.id };
 }
 
 /** The page and its keyset cursor from `limit + 1` rows. */

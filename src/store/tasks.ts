@@ -20,8 +20,14 @@ export interface TaskFilter {
   createdBefore?: number;
   /** Ids starting with this (upper-case Crockford base32, 1..26 characters): search by id. */
   idPrefix?: string;
-  /** Keyset cursor: return tasks with id < cursor (newest first). */
+  /** Keyset cursor: the nextCursor of the page before (order created: tasks with id < cursor). */
   cursor?: string;
+  /**
+   * `created` (default): newest created first (ORDER BY id DESC). `ended`:
+   * newest end first, for `state` failed or cancelled only (task-list.ts
+   * ENDED_ORDER_STATES; their indexes); its cursor is "<updatedAt>.<id>".
+   */
+  order?: 'created' | 'ended';
   /** A schedule's runs (tasks.schedule_id, fired or run by hand): the tasks_schedule_id range (migration 8). */
   scheduleId?: string;
   limit: number;

@@ -35,6 +35,8 @@ const CASES: Array<{ name: string; args: string[]; stderr: RegExp; code?: number
   { name: 'bad --attempt', args: ['logs', '--attempt', '0', '01JF0000000000000000000000'], stderr: /^drover: invalid --attempt "0"/ },
   { name: 'bad --state', args: ['ls', '--state', 'done'], stderr: /^drover: invalid --state "done": expected one of/ },
   { name: 'bad --limit', args: ['ls', '--limit', '0'], stderr: /^drover: invalid --limit "0"/ },
+  { name: 'bad --order', args: ['ls', '--order', 'newest'], stderr: /^drover: invalid --order "newest": expected created or ended$/ },
+  { name: '--order ended without a state it lists', args: ['ls', '--order', 'ended', '--state', 'running'], stderr: /^drover: --order ended needs --state failed or --state cancelled$/ },
   { name: 'bad --role', args: ['token', 'create', '--name', 'x', '--role', 'root'], stderr: /^drover: invalid --role "root"/ },
   { name: 'token without subcommand', args: ['token'], stderr: /^drover: missing subcommand: drover token create\|ls\|revoke$/ },
   { name: 'unknown command', args: ['frobnicate'], stderr: /^drover: unknown command 'frobnicate'/ },

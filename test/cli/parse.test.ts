@@ -149,6 +149,12 @@ describe('other commands', () => {
     assert.throws(() => buildListQuery({ name: '' }), usage(/^invalid --name "": expected a name prefix$/));
     assert.throws(() => buildListQuery({ owner: '' }), usage(/^invalid --owner "": expected a user name$/));
     assert.throws(() => buildListQuery({ limit: '501' }), usage(/--limit "501"/));
+    assert.deepEqual(buildListQuery({ state: 'failed', order: 'ended' }), { state: 'failed', order: 'ended' });
+    assert.deepEqual(buildListQuery({ state: 'cancelled', order: 'ended' }), { state: 'cancelled', order: 'ended' });
+    assert.deepEqual(buildListQuery({ order: 'created' }), { order: 'created' });
+    assert.throws(() => buildListQuery({ order: 'newest' }), usage(/^invalid --order "newest": expected created or ended$/));
+    assert.throws(() => buildListQuery({ order: 'ended' }), usage(/^--order ended needs --state failed or --state cancelled$/));
+    assert.throws(() => buildListQuery({ state: 'succeeded', order: 'ended' }), usage(/^--order ended needs --state failed/));
   });
   it('worker config: flags, env fallbacks, defaults', () => {
     const cfg = buildWorkerConfig({ server: ['http://a:1/', 'http://b:2'], slots: '3', label: ['gpu=1'], id: 'w1', logLevel: 'info' }, undefined, { DROVER_TOKEN: 't' });

@@ -92,6 +92,54 @@ describe('e2e: dashboard read APIs (SQLite)', () => {
     }
   });
 
+  it('order=ended lists failed (or cancelled) tasks by when they ended, paged by its cursor; only the owner\'s; bad values name the field', async () => {
+    // carol's own tasks (alice's must stay free of failures for the per-minute case below).
+    const carol = (await c.api.req('POST', '/v1/tokens', { name: 'carol', role: 'user' })).body.secret;
+    // The first-created fails last: it sleeps, the two after it fail at once.
+    const slow = (await as(carol)('POST', '/v1/tasks', { script: 'sleep 0.3; exit 4', name: 'end-slow', retry: { maxRetries: 0 } })).body.task.id;
+    const quick = [];
+    for (let i = 0; i < 2; i++) quick.push((await as(carol)('POST', '/v1/tasks', { script: 'exit 5', name: `end-quick-${i}`, retry: { maxRetries: 0 } })).body.task.id);
+    const bobs = (await as(bob)('POST', '/v1/tasks', { script: 'exit 6', name: 'end-bob', retry: { maxRetries: 0 } })).body.task.id;
+    for (const id of [slow, ...quick, bobs]) await c.api.waitDone(id);
+    const byEnd = async (token: string, extra = '') => {
+      const out: any[] = [];
+      let cursor: string | null = null;
+      do {
+        const r: any = await as(token)('GET', `/v1/tasks?state=failed&order=ended&name=end-&limit=1${extra}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+        assert.equal(r.status, 200, r.text);
+        out.push(...r.body.tasks);
+        cursor = r.body.nextCursor;
+        if (cursor) assert.match(cursor, /^\d+\.[0-9A-Z]{26}$/);
+      } while (cursor);
+      return out;
+    };
+    const mine = await byEnd(carol);
+    assert.equal(mine[0].id, slow, 'the task that ended last comes first, though it was created first');
+    assert.deepEqual(new Set(mine.map((t) => t.id)), new Set([slow, ...quick]), 'carol sees her own only');
+    const ends = mine.map((t) => Date.parse(t.updatedAt));
+    assert.deepEqual(ends, [...ends].sort((a, b) => b - a));
+    assert.deepEqual((await byEnd(c.api.token)).map((t) => t.id).sort(), [slow, ...quick, bobs].sort(), 'an admin sees every owner\'s');
+    // The default order is unchanged: newest created first.
+    const created = await as(carol)('GET', '/v1/tasks?state=failed&name=end-');
+    assert.deepEqual(created.body.tasks.map((t: any) => t.id), [...quick].reverse().concat(slow));
+    const bad: Array<[string, string]> = [
+      ['/v1/tasks?order=ended', 'order'],
+      ['/v1/tasks?order=ended&state=succeeded', 'order'],
+      ['/v1/tasks?order=newest&state=failed', 'order'],
+      ['/v1/tasks?order=&state=failed', 'order'],
+      [`/v1/tasks?order=ended&state=failed&cursor=${slow}`, 'cursor'],
+      [`/v1/tasks?state=failed&cursor=1700000000000.${slow}`, 'cursor'],
+      [`/v1/tasks?order=ended&state=failed&cursor=x.${slow}`, 'cursor'],
+      [`/v1/tasks?order=ended&state=failed&cursor=99999999999999999.${slow}`, 'cursor'],
+    ];
+    for (const [path, field] of bad) {
+      const r = await as(carol)('GET', path);
+      assert.equal(r.status, 400, `${path}: ${r.text}`);
+      assert.equal(r.body.error.field, field, `${path}: ${r.text}`);
+      assert.ok(r.body.error.reason);
+    }
+  });
+
   it('env values go only to the task\'s owner', async () => {
     const id = (await as(alice)('POST', '/v1/tasks', { command: 'sleep', args: ['30'], env: { TOKEN: 'hunter2', MODE: 'x' } })).body.task.id;
     const own = await as(alice)('GET', `/v1/tasks/${id}`);

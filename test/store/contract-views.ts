@@ -357,6 +357,87 @@ export function runViewContract(name: string, open: Opened): void {
       );
     });
 
+    it('order ended: failed or cancelled tasks newest end first (ties by id), paged by its own cursor, with the other filters', async () => {
+      // Eight tasks; the older-created fail later, so end order is not creation order.
+      const made: Task[] = [];
+      for (let i = 0; i < 8; i++) made.push(await h.submit({ owner: i % 2 ? 'bob' : 'alice', name: i < 4 ? 'build-x' : 'deploy', now: T0 + i, retry: { maxRetries: 0 } }));
+      const claims = [];
+      for (let i = 0; i < 6; i++) claims.push(await h.claim(T0 + 100 + i));
+      assert.deepEqual(claims.map((c) => c.task.id), made.slice(0, 6).map((t) => t.id));
+      // Ends: task 0 last, tasks 2 and 3 at the same ms, task 5 succeeds (never in the list).
+      const endAt = [T0 + 9_000, T0 + 5_000, T0 + 7_000, T0 + 7_000, T0 + 6_000];
+      for (let i = 0; i < 5; i++) await h.end(claims[i]!, 'failed', endAt[i]!);
+      await h.end(claims[5]!, 'succeeded', T0 + 9_500);
+      await h.store.cancelTask(made[6]!.id, 'user:alice', T0 + 8_000);
+      await h.store.cancelTask(made[7]!.id, 'user:bob', T0 + 4_000);
+
+      const newestEndFirst = (xs: Task[]) => [...xs].sort((a, b) => b.updatedAt - a.updatedAt || (a.id < b.id ? 1 : -1)).map((t) => t.id);
+      const failed = (await Promise.all(made.slice(0, 5).map((t) => h.store.getTask(t.id)))) as Task[];
+      assert.deepEqual(newestEndFirst(failed), [made[0]!.id, made[3]!.id, made[2]!.id, made[4]!.id, made[1]!.id], 'the reference itself');
+      const cases: Array<[Omit<TaskFilter, 'limit' | 'order'>, string[]]> = [
+        [{ state: 'failed' }, newestEndFirst(failed)],
+        [{ state: 'cancelled' }, [made[6]!.id, made[7]!.id]],
+        [{ state: 'failed', owner: 'alice' }, newestEndFirst(failed.filter((t) => t.owner === 'alice'))],
+        [{ state: 'failed', owner: 'bob' }, newestEndFirst(failed.filter((t) => t.owner === 'bob'))],
+        [{ state: 'failed', namePrefix: 'build' }, newestEndFirst(failed.filter((t) => t.name.startsWith('build')))],
+        [{ state: 'failed', createdAfter: T0 + 2 }, newestEndFirst(failed.filter((t) => t.createdAt >= T0 + 2))],
+        [{ state: 'cancelled', owner: 'bob', namePrefix: 'dep' }, [made[7]!.id]],
+        [{ state: 'failed', owner: 'nobody' }, []],
+      ];
+      for (const [f, expected] of cases) {
+        for (const limit of [1, 2, 50]) {
+          for (const list of ['summaries', 'tasks'] as const) {
+            const got: string[] = [];
+            let cursor: string | undefined;
+            for (let pages = 0; ; pages++) {
+              assert.ok(pages <= 10, 'paging ends');
+              const q: TaskFilter = { ...f, order: 'ended', limit, ...(cursor === undefined ? {} : { cursor }) };
+              const p = list === 'summaries' ? await h.store.listTaskSummaries(q) : await h.store.listTasks(q);
+              const rows = p.tasks as Array<{ id: string; updatedAt: number }>;
+              got.push(...rows.map((t) => t.id));
+              if (p.nextCursor === null) break;
+              const last = rows[rows.length - 1]!;
+              assert.equal(p.nextCursor, `${last.updatedAt}.${last.id}`);
+              cursor = p.nextCursor;
+            }
+            assert.deepEqual(got, expected, `${list} ${JSON.stringify(f)} limit ${limit}`);
+          }
+        }
+      }
+
+      // A retried task leaves the list; when it fails again it is the newest end.
+      await h.store.retryTask(made[1]!.id, 'user:bob', T0 + 10_000);
+      let page = await h.store.listTaskSummaries({ state: 'failed', order: 'ended', limit: 50 });
+      assert.ok(!page.tasks.some((t) => t.id === made[1]!.id));
+      await h.end(await h.claim(T0 + 10_001), 'failed', T0 + 10_002);
+      page = await h.store.listTaskSummaries({ state: 'failed', order: 'ended', limit: 2 });
+      assert.deepEqual(page.tasks.map((t) => t.id), [made[1]!.id, made[0]!.id]);
+      // order created (the default, also when named) is unchanged: newest created first.
+      const created = await h.store.listTaskSummaries({ state: 'failed', order: 'created', limit: 50 });
+      assert.deepEqual(created.tasks.map((t) => t.id), failed.map((t) => t.id).reverse());
+    });
+
+    it('order ended needs state failed or cancelled, and each order takes only its own cursors (else InvalidInputError naming the field)', async () => {
+      const t = await h.submit();
+      const bad: Array<[TaskFilter, string]> = [
+        [{ order: 'ended', limit: 10 }, 'order'],
+        [{ order: 'ended', state: 'succeeded', limit: 10 }, 'order'],
+        [{ order: 'ended', state: 'waiting', limit: 10 }, 'order'],
+        [{ order: 'newest' as 'ended', state: 'failed', limit: 10 }, 'order'],
+        [{ order: 'ended', state: 'failed', cursor: t.id, limit: 10 }, 'cursor'],
+        [{ order: 'ended', state: 'failed', cursor: '12.', limit: 10 }, 'cursor'],
+        [{ order: 'ended', state: 'failed', cursor: `99999999999999999.${t.id}`, limit: 10 }, 'cursor'],
+        [{ order: 'ended', state: 'failed', cursor: `-1.${t.id}`, limit: 10 }, 'cursor'],
+        [{ state: 'failed', cursor: `${T0}.${t.id}`, limit: 10 }, 'cursor'],
+        [{ order: 'created', cursor: `${T0}.${t.id}`, limit: 10 }, 'cursor'],
+      ];
+      for (const [f, field] of bad) {
+        for (const list of [h.store.listTaskSummaries.bind(h.store), h.store.listTasks.bind(h.store)]) {
+          await assert.rejects(list(f), (e: unknown) => e instanceof InvalidInputError && e.field === field, JSON.stringify(f));
+        }
+      }
+    });
+
     it('an id prefix must be 1 to 26 upper-case Crockford characters (else InvalidInputError naming id); times must be numbers', async () => {
       for (const bad of ['', 'abc', '01J-', 'I', 'L', 'O', 'U', '0'.repeat(27), '01J%']) {
         for (const list of [h.store.listTaskSummaries.bind(h.store), h.store.listTasks.bind(h.store)]) {

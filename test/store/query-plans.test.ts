@@ -248,6 +248,11 @@ const VARIANTS: Variant[] = [
   { name: 'schedule', filter: { scheduleId: 'S11' }, index: 'tasks_schedule_id' },
   { name: 'schedule + cursor', filter: { scheduleId: 'S21', cursor: MID.id }, index: 'tasks_schedule_id' },
   { name: 'owner + schedule', filter: { owner: 'u11', scheduleId: 'S11' }, index: 'tasks_schedule_id' },
+  // order=ended (the Overview's recent failures): the partial end indexes of migration 14, read in end order.
+  { name: 'failed by end', filter: { state: 'failed', order: 'ended' }, index: 'tasks_ended' },
+  { name: 'cancelled by end + cursor', filter: { state: 'cancelled', order: 'ended', cursor: `${MID.createdAt}.${MID.id}` }, index: 'tasks_ended' },
+  { name: 'owner + failed by end', filter: { owner: 'u7', state: 'failed', order: 'ended' }, index: 'tasks_owner_ended' },
+  { name: 'owner + failed by end + cursor', filter: { owner: 'u7', state: 'failed', order: 'ended', cursor: `${MID.createdAt}.${MID.id}` }, index: 'tasks_owner_ended' },
 ];
 
 after(async () => {

@@ -23,6 +23,7 @@ interface LsFlags {
   id?: string;
   schedule?: string;
   limit?: string;
+  order?: string;
   all?: boolean;
   json?: boolean;
   wide?: boolean;
@@ -41,6 +42,13 @@ function nonEmpty(flag: string, raw: string, what: string): string {
   return raw;
 }
 
+/** --order: created (the default) or ended, which the server answers only for --state failed or cancelled. */
+function parseListOrder(raw: string, state: ListTasksQuery['state']): 'created' | 'ended' {
+  if (raw !== 'created' && raw !== 'ended') throw new UsageError(`invalid --order "${raw}": expected created or ended`);
+  if (raw === 'ended' && state !== 'failed' && state !== 'cancelled') throw new UsageError('--order ended needs --state failed or --state cancelled');
+  return raw;
+}
+
 export function buildListQuery(f: LsFlags): ListTasksQuery {
   const q: ListTasksQuery = {};
   if (f.state !== undefined) q.state = parseTaskState('--state', f.state);
@@ -50,6 +58,7 @@ export function buildListQuery(f: LsFlags): ListTasksQuery {
   if (f.id !== undefined) q.id = parseIdPrefix('--id', f.id);
   if (f.schedule !== undefined) q.schedule = parseScheduleName(f.schedule, '--schedule');
   if (f.limit !== undefined) q.limit = parseIntFlag('--limit', f.limit, 1, 500);
+  if (f.order !== undefined) q.order = parseListOrder(f.order, q.state);
   return q;
 }
 
@@ -62,6 +71,7 @@ export function lsCommand(): Command {
     .option('--id <prefix>', 'only tasks whose id starts with this (1..26 characters of the id, any case)')
     .option('--schedule <name>', 'only the runs of this schedule (yours; with --owner, that user\'s)')
     .option('--limit <n>', 'page size, 1..500 (default 50)')
+    .option('--order <order>', 'created (default: newest created first) or ended (newest end first; with --state failed or cancelled)')
     .option('--all', 'follow the cursors and list every matching task')
     .option('--wide', 'full task ids, names and workers (default: fit the terminal: ids shortened to a prefix that tells them apart, or, for ids of one batch alike in their first 16 characters, their first 12 and …)')
     .option('--json', 'print {"tasks": [...], "nextCursor": ...} as JSON (full ids)')

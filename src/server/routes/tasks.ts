@@ -96,7 +96,7 @@ export function taskRoutes(app: FastifyInstance, ctx: AppContext): void {
       config: people,
       schema: {
         tags: ['tasks'],
-        summary: 'List tasks, newest first, as summary rows (no command, script, args or env)',
+        summary: 'List tasks, newest first (created, or with order=ended the newest end), as summary rows (no command, script, args or env)',
         querystring: ListQuery,
         response: { 200: Type.Object({ tasks: Type.Array(TaskSummarySchema), nextCursor: Type.Union([Type.String(), Type.Null()]) }), ...errors },
       },
@@ -116,6 +116,7 @@ export function taskRoutes(app: FastifyInstance, ctx: AppContext): void {
         createdBefore: q.createdBefore ? Date.parse(q.createdBefore) : undefined,
         idPrefix: q.id?.toUpperCase(),
         cursor: q.cursor,
+        order: q.order,
         limit: q.limit ?? 50,
       });
       return { tasks: page.tasks.map(taskSummaryJson), nextCursor: page.nextCursor };

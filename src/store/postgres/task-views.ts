@@ -7,7 +7,7 @@
 import type { TaskState } from '../../core/task-state.js';
 import type { TaskFilter } from '../tasks.js';
 import type { MinuteStat, RunningAttemptView, TaskSummary, TaskSummaryPage, TaskViewStore } from '../task-views.js';
-import { checkSummaryIds, pageOf, SUMMARY_FROM, summaryColumns, taskListSql } from '../task-list.js';
+import { checkSummaryIds, SUMMARY_FROM, summaryColumns, taskListSql, taskPageOf } from '../task-list.js';
 import { countsOf, minuteFloor, minuteStatFromRow, runningAttemptFromRow, taskSummaryFromRow, type MinuteStatRow, type RunningAttemptRow, type TaskSummaryRow } from '../rows.js';
 import type { Db } from './db.js';
 import { checkLimit } from './sql.js';
@@ -52,8 +52,8 @@ export function postgresTaskViews(db: Db): TaskViewStore {
       checkLimit('limit', filter.limit);
       const q = postgresTaskListQuery(filter, 'summaries');
       return db.read(async (c) => {
-        const { items, nextCursor } = pageOf((await c.query<TaskSummaryRow>(db.prepared(q.sql, q.params))).rows, filter.limit);
-        return { tasks: items.map(taskSummaryFromRow), nextCursor };
+        const { items, nextCursor } = taskPageOf((await c.query<TaskSummaryRow>(db.prepared(q.sql, q.params))).rows.map(taskSummaryFromRow), filter);
+        return { tasks: items, nextCursor };
       });
     },
 

@@ -19,7 +19,7 @@ import { postgresCreateTasks } from './create-tasks.js';
 import { createTaskSql } from './create-task-sql.js';
 import { newFencingToken } from '../../core/ids.js';
 import { postgresTaskListQuery } from './task-views.js';
-import { pageOf } from '../task-list.js';
+import { taskPageOf } from '../task-list.js';
 import { dagStepRetryConflict } from '../dags.js';
 import { lockRun, progressDagRuns } from './dag-runs.js';
 
@@ -128,8 +128,8 @@ export function postgresTasks(db: Db): TaskStore {
       checkLimit('limit', filter.limit);
       const q = postgresTaskListQuery(filter, 'tasks');
       return db.read(async (c) => {
-        const { items, nextCursor } = pageOf((await c.query<TaskRow>(q.sql, q.params)).rows, filter.limit);
-        return { tasks: items.map(taskFromRow), nextCursor };
+        const { items, nextCursor } = taskPageOf((await c.query<TaskRow>(q.sql, q.params)).rows.map(taskFromRow), filter);
+        return { tasks: items, nextCursor };
       });
     },
 

@@ -529,6 +529,20 @@ CREATE INDEX tasks_due ON tasks (run_after, id) WHERE state = 'retrying';
 CREATE INDEX tasks_ready_due ON tasks (run_after, id) WHERE state = 'ready' AND run_after IS NOT NULL;
 `,
   },
+  {
+    version: 14,
+    name: 'failed and cancelled tasks indexed by when they ended',
+    sql: `
+-- GET /v1/tasks?state=failed&order=ended (the Overview's recent failures): newest end first
+-- (store/task-list.ts). A failed or cancelled task's updated_at is when it reached that state.
+-- Partial: only these rare states are in them, so a task that succeeds writes neither.
+-- The OR form, not IN: SQLite proves a query's state = 'failed' implies one side of an OR.
+-- updated_at >= 0 (always true: epoch ms) is a mark only the order=ended query carries, so the
+-- lists in id order keep to their own indexes (task-list.ts ENDED_ORDER_STATES says why).
+CREATE INDEX tasks_ended ON tasks (state, updated_at, id) WHERE (state = 'failed' OR state = 'cancelled') AND updated_at >= 0;
+CREATE INDEX tasks_owner_ended ON tasks (owner, state, updated_at, id) WHERE (state = 'failed' OR state = 'cancelled') AND updated_at >= 0;
+`,
+  },
 ];
 
 /** The schema version this code writes. */

@@ -6,7 +6,7 @@
 import type { TaskState } from '../../core/task-state.js';
 import type { TaskFilter } from '../tasks.js';
 import type { MinuteStat, RunningAttemptView, TaskSummary, TaskSummaryPage, TaskViewStore } from '../task-views.js';
-import { checkSummaryIds, pageOf, SUMMARY_FROM, summaryColumns, taskListSql } from '../task-list.js';
+import { checkSummaryIds, SUMMARY_FROM, summaryColumns, taskListOrder, taskListSql, taskPageOf } from '../task-list.js';
 import { countsOf, minuteFloor, minuteStatFromRow, runningAttemptFromRow, taskSummaryFromRow, type MinuteStatRow, type RunningAttemptRow, type TaskSummaryRow } from '../rows.js';
 import type { SqliteDb } from './db.js';
 import { checkLimit, sqliteLimit } from './records.js';
@@ -35,7 +35,7 @@ export function sqliteTaskListQuery(filter: TaskFilter, shape: 'tasks' | 'summar
     // page's ids are found first from the covering (owner, name, id) / (name, id)
     // index, and only those rows are read: 1.4 ms.
     const ids = taskListSql(filter, 't.id', 'tasks t', param, sqliteLimit);
-    return { sql: `SELECT ${columns} FROM ${from} WHERE t.id IN (${ids}) ORDER BY t.id DESC`, params };
+    return { sql: `SELECT ${columns} FROM ${from} WHERE t.id IN (${ids}) ORDER BY ${taskListOrder(filter)}`, params };
   }
   return { sql: taskListSql(filter, columns, from, param, sqliteLimit), params };
 }
@@ -95,7 +95,7 @@ export function sqliteTaskViews(d: SqliteDb): TaskViewStore {
       checkLimit(filter.limit);
       const q = sqliteTaskListQuery(filter, 'summaries');
       return d.read(() => {
-        const { items, nextCursor } = pageOf(summaryRows(d, q), filter.limit);
+        const { items, nextCursor } = taskPageOf(summaryRows(d, q), filter);
         return { tasks: items, nextCursor };
       });
     },

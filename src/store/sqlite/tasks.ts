@@ -17,7 +17,7 @@ import { isUniqueViolation } from './sqlite-errors.js';
 import { sqliteCreateTasks } from './create-tasks.js';
 import { claimIn } from './attempts.js';
 import { sqliteTaskListQuery } from './task-views.js';
-import { pageOf } from '../task-list.js';
+import { taskPageOf } from '../task-list.js';
 import { dagStepRetryConflict } from '../dags.js';
 import { progressDagRuns } from './dag-runs.js';
 
@@ -144,8 +144,8 @@ export function sqliteTasks(d: SqliteDb): TaskStore {
       checkLimit(filter.limit);
       const q = sqliteTaskListQuery(filter, 'tasks');
       return d.read(() => {
-        const { items, nextCursor } = pageOf(d.q(q.sql).all(...q.params) as TaskRow[], filter.limit);
-        return { tasks: items.map(taskFromRow), nextCursor };
+        const { items, nextCursor } = taskPageOf((d.q(q.sql).all(...q.params) as TaskRow[]).map(taskFromRow), filter);
+        return { tasks: items, nextCursor };
       });
     },
 
