@@ -265,6 +265,10 @@ describe('browser: tasks, live', () => {
   });
 
   it('the overview shows counts by state, the last hour’s activity, workers and recent failures', async () => {
+    // Created first, fails last (when its gate opens, with the overview open): it must then head the recent failures.
+    const go = gate();
+    const late = await c.api.submit({ name: 'fails-late', script: `${GATED}; exit 9`, env: { GO: go }, retry: { maxRetries: 0 } });
+    await c.api.waitState(late, ['running']);
     const failed = await c.api.submit({ name: 'fails-on-purpose', command: 'sh', args: ['-c', 'exit 3'], retry: { maxRetries: 0 } });
     await c.api.waitDone(failed);
     const counts = (await c.api.req('GET', '/v1/stats/counts')).body;
@@ -276,6 +280,14 @@ describe('browser: tasks, live', () => {
     const failure = page.locator('.failure', { hasText: 'fails-on-purpose' });
     await failure.waitFor();
     assert.match(await failure.locator('.failure-error').innerText(), /3/);
+    // Newest end first, from the fetch and from the live stream: the older task's failure goes on top as it happens.
+    assert.equal(await page.locator('.failure .failure-name').first().innerText(), 'fails-on-purpose');
+    open(go);
+    await c.api.waitDone(late);
+    await until('the late failure heads the list', async () => (await page.locator('.failure .failure-name').first().innerText()) === 'fails-late');
+    assert.match(await page.locator('.failure').first().locator('.failure-error').innerText(), /9/);
+    await page.reload();
+    await until('and still after a reload (the fetch)', async () => (await page.locator('.failure .failure-name').first().innerText().catch(() => '')) === 'fails-late');
     // Two charts drawn (canvas) from the per-minute stats.
     assert.equal(await page.locator('.chart canvas').count(), 2);
     // Their times read as every other time on the dashboard: 24-hour (the legend follows the pointer).
@@ -287,7 +299,8 @@ describe('browser: tasks, live', () => {
     await page.locator('.count-tile[data-state="failed"]').click();
     await page.waitForURL(/\/tasks\?state=failed$/);
     await page.locator(`tr[data-task-id="${failed}"]`).waitFor();
-    assert.equal(await page.locator('tr[data-task-id]').count(), counts.counts.failed);
+    // Every failed task, the late one included (it failed after `counts` was read).
+    assert.equal(await page.locator('tr[data-task-id]').count(), counts.counts.failed + 1);
     assert.deepEqual(tab.problems, []);
   });
 

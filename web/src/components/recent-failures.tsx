@@ -1,4 +1,4 @@
-/** The newest failed tasks with their error; patched live like any task list (same query keys). */
+/** The failed tasks that ended last, with their error; patched live like any task list (same query keys). */
 import { useQuery } from '@tanstack/react-query';
 import { Link } from 'react-router';
 import { taskListQuery } from '../api/queries';
@@ -6,7 +6,8 @@ import { Section } from './section';
 import { TimeText } from './time-text';
 import { ErrorNotice } from './error-notice';
 
-const FILTER = { state: 'failed', limit: 8 } as const;
+// order=ended: a task created long ago that failed just now comes first, not after the failures of newer tasks.
+const FILTER = { state: 'failed', order: 'ended', limit: 8 } as const;
 
 export function RecentFailures() {
   const q = useQuery(taskListQuery(FILTER));

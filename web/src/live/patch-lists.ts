@@ -6,11 +6,14 @@
  *   It stays where it is even when its new state no longer matches the
  *   filter: rows do not jump out from under the pointer; `stale` marks them.
  * - On a first page (no cursor), a task that is not on it but matches the
- *   filter and sorts inside the page (ids are newest first; a task id is a
- *   ULID of its creation time) is merged in by id. The page then keeps its
+ *   filter and sorts inside the page is merged in, in the list's order: by id
+ *   (newest created first; a task id is a ULID of its creation time), or with
+ *   `order: 'ended'` by updatedAt then id (newest end first: a failed or
+ *   cancelled task's updatedAt is when it ended). The page then keeps its
  *   length: the rows pushed off the end are dropped and `nextCursor` becomes
- *   the last kept id, the server's keyset cursor ("ids below this one"), so
- *   the next page starts exactly after what is shown.
+ *   the server's keyset cursor of the last kept row (its id, or
+ *   "<updatedAt ms>.<id>"), so the next page starts exactly after what is
+ *   shown.
  * Returns null when nothing changed (the cache is left alone).
  */
 import type { ListTasksQuery, TaskPage, TaskSummary } from '../api/types';
@@ -21,6 +24,22 @@ export interface LivePage extends TaskPage {
   stale?: string[];
   /** Ids of rows the stream merged in (shown highlighted for a moment). */
   fresh?: string[];
+}
+
+/** Negative when `a` comes before `b` in the list's order (newest first either way). */
+function listOrder(order: ListTasksQuery['order']): (a: TaskSummary, b: TaskSummary) => number {
+  const byId = (a: TaskSummary, b: TaskSummary) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0);
+  if (order !== 'ended') return byId;
+  return (a, b) => {
+    const ta = Date.parse(a.updatedAt);
+    const tb = Date.parse(b.updatedAt);
+    return ta !== tb ? tb - ta : byId(a, b);
+  };
+}
+
+/** The server's keyset cursor of a row (store/task-list.ts). */
+function cursorOf(row: TaskSummary, order: ListTasksQuery['order']): string {
+  return order === 'ended' ? `${Date.parse(row.updatedAt)}.${row.id}` : row.id;
 }
 
 export function patchTaskPage(page: LivePage, filter: ListTasksQuery, byId: ReadonlyMap<string, TaskSummary>, limit: number): LivePage | null {
@@ -39,17 +58,18 @@ export function patchTaskPage(page: LivePage, filter: ListTasksQuery, byId: Read
   if (filter.cursor === undefined) {
     const present = new Set(rows.map((r) => r.id));
     const last = rows[rows.length - 1];
+    const cmp = listOrder(filter.order);
     const added = [...byId.values()].filter(
-      (t) => !present.has(t.id) && matchesFilter(t, filter) && (page.nextCursor === null || (last !== undefined && t.id > last.id)),
+      (t) => !present.has(t.id) && matchesFilter(t, filter) && (page.nextCursor === null || (last !== undefined && cmp(t, last) < 0)),
     );
     if (added.length > 0) {
       changed = true;
       for (const t of added) fresh.add(t.id);
       rows.push(...added);
-      rows.sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
+      rows.sort(cmp);
       if (rows.length > limit) {
         rows.length = limit;
-        nextCursor = rows[rows.length - 1]!.id;
+        nextCursor = cursorOf(rows[rows.length - 1]!, filter.order);
       }
     }
   }
