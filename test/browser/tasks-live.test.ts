@@ -288,6 +288,33 @@ describe('browser: tasks, live', () => {
     assert.match(await page.locator('.failure').first().locator('.failure-error').innerText(), /9/);
     await page.reload();
     await until('and still after a reload (the fetch)', async () => (await page.locator('.failure .failure-name').first().innerText().catch(() => '')) === 'fails-late');
+    // "All failed" opens the Tasks page in the same order; its Order select switches to newest created and back.
+    await page.getByRole('link', { name: 'All failed' }).click();
+    await page.waitForURL(/\/tasks\?state=failed&order=ended$/);
+    const firstRow = () => page.locator('tr[data-task-id]').first().getAttribute('data-task-id');
+    await until('the late failure first', async () => (await firstRow()) === late);
+    const order = page.locator('select[name="order"]');
+    assert.equal(await order.inputValue(), 'ended');
+    await order.selectOption('created');
+    await page.waitForURL(/\/tasks\?state=failed$/);
+    await until('newest created first', async () => (await firstRow()) === failed);
+    await order.selectOption('ended');
+    await page.waitForURL(/\/tasks\?state=failed&order=ended$/);
+    await until('the late failure first again', async () => (await firstRow()) === late);
+    // Other states have one order: the select goes, and so does order from the URL.
+    await page.locator('select[name="state"]').selectOption('succeeded');
+    await page.waitForURL(/\/tasks\?state=succeeded$/);
+    await until('the order select gone', async () => (await order.count()) === 0);
+    // A hand-made URL with an order its state does not have, and a cursor of that order: both dropped, not sent.
+    const asked: string[] = [];
+    const onRequest = (r: { url(): string }) => void (r.url().includes('/v1/tasks?') && asked.push(r.url()));
+    page.on('request', onRequest);
+    await page.goto(`${c.url}/tasks?state=succeeded&order=ended&cursor=1700000000000.${late}`);
+    await page.locator('tr[data-task-id]').first().waitFor();
+    page.off('request', onRequest);
+    assert.ok(asked.length > 0 && asked.every((u) => !/[?&](order|cursor)=/.test(u)), asked.join('\n'));
+    assert.equal(await page.getByText('Could not load tasks').count(), 0);
+    await page.getByRole('link', { name: 'Overview', exact: true }).click();
     // Two charts drawn (canvas) from the per-minute stats.
     assert.equal(await page.locator('.chart canvas').count(), 2);
     // Their times read as every other time on the dashboard: 24-hour (the legend follows the pointer).

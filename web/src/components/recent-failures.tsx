@@ -12,7 +12,7 @@ const FILTER = { state: 'failed', order: 'ended', limit: 8 } as const;
 export function RecentFailures() {
   const q = useQuery(taskListQuery(FILTER));
   return (
-    <Section title="Recent failures" id="failures" aside={<Link to="/tasks?state=failed">All failed</Link>}>
+    <Section title="Recent failures" id="failures" aside={<Link to="/tasks?state=failed&order=ended">All failed</Link>}>
       {q.isError && <ErrorNotice error={q.error} />}
       {q.data && q.data.tasks.length === 0 && <p className="muted">No failed tasks.</p>}
       <ul className="failures" aria-busy={q.isPending}>

@@ -6,7 +6,7 @@
 import { useEffect, useState, type FormEvent } from 'react';
 import { TASK_STATES, type ListTasksQuery, type TaskState } from '../api/types';
 import { isoToLocalInput, localInputToIso } from '../format/time';
-import { PAGE_SIZES } from '../hooks/use-task-filter';
+import { ENDED_ORDER_STATES, PAGE_SIZES } from '../hooks/use-task-filter';
 import { useMediaQuery } from '../hooks/use-media-query';
 
 interface Props {
@@ -73,7 +73,11 @@ export function TaskFilters({ filter, isAdmin, onChange }: Props) {
         <span>State</span>
         <select
           value={filter.state ?? ''}
-          onChange={(e) => onChange({ ...filter, state: (e.target.value || undefined) as TaskState | undefined })}
+          onChange={(e) => {
+            const state = (e.target.value || undefined) as TaskState | undefined;
+            // Newest end first exists for failed and cancelled only: another state goes back to the default order.
+            onChange({ ...filter, state, order: state && ENDED_ORDER_STATES.includes(state) ? filter.order : undefined });
+          }}
           name="state"
         >
           <option value="">Any state</option>
@@ -122,6 +126,19 @@ export function TaskFilters({ filter, isAdmin, onChange }: Props) {
           </span>
         )}
       </label>
+      {filter.state && ENDED_ORDER_STATES.includes(filter.state) && (
+        <label className="filter">
+          <span>Order</span>
+          <select
+            value={filter.order ?? 'created'}
+            name="order"
+            onChange={(e) => onChange({ ...filter, order: e.target.value === 'ended' ? 'ended' : undefined })}
+          >
+            <option value="created">Newest created first</option>
+            <option value="ended">Newest end first</option>
+          </select>
+        </label>
+      )}
       <label className="filter filter-narrow">
         <span>Per page</span>
         <select value={filter.limit} name="limit" onChange={(e) => onChange({ ...filter, limit: Number(e.target.value) })}>

@@ -1,5 +1,5 @@
 /**
- * The Tasks page's filter lives in the URL (?state=&name=&owner=&after=&before=&id=&cursor=&limit=),
+ * The Tasks page's filter lives in the URL (?state=&name=&owner=&after=&before=&id=&order=&cursor=&limit=),
  * so a view can be shared and the back button steps through filter changes and pages.
  * Values are checked here; anything malformed is dropped rather than sent.
  */
@@ -10,7 +10,10 @@ import { TASK_STATES, type ListTasksQuery, type TaskState } from '../api/types';
 export const PAGE_SIZES = [25, 50, 100, 200, 500] as const;
 export const DEFAULT_PAGE_SIZE = 50;
 const ID_PREFIX = /^[0-9A-HJKMNP-TV-Z]{1,26}$/;
-const CURSOR = /^[0-9A-HJKMNP-TV-Z]{26}$/;
+/** A task id, or with order=ended "<updatedAt ms>.<task id>" (the server's cursors). */
+const CURSOR = /^(?:\d{1,16}\.)?[0-9A-HJKMNP-TV-Z]{26}$/;
+/** The states the server lists by end (order=ended): the rest have only the default order. */
+export const ENDED_ORDER_STATES: readonly TaskState[] = ['failed', 'cancelled'];
 
 export function parseFilter(q: URLSearchParams): ListTasksQuery {
   const f: ListTasksQuery = {};
@@ -26,8 +29,10 @@ export function parseFilter(q: URLSearchParams): ListTasksQuery {
   if (before && !Number.isNaN(Date.parse(before))) f.createdBefore = new Date(before).toISOString();
   const id = q.get('id')?.trim().toUpperCase();
   if (id && ID_PREFIX.test(id)) f.id = id;
+  if (q.get('order') === 'ended' && f.state && ENDED_ORDER_STATES.includes(f.state)) f.order = 'ended';
   const cursor = q.get('cursor');
-  if (cursor && CURSOR.test(cursor)) f.cursor = cursor;
+  // A cursor belongs to its order: one of the other order would be refused by the server.
+  if (cursor && CURSOR.test(cursor) && cursor.includes('.') === (f.order === 'ended')) f.cursor = cursor;
   const limit = Number(q.get('limit'));
   f.limit = (PAGE_SIZES as readonly number[]).includes(limit) ? limit : DEFAULT_PAGE_SIZE;
   return f;
@@ -41,6 +46,7 @@ export function filterToSearch(f: ListTasksQuery): string {
   if (f.createdAfter) q.set('after', f.createdAfter);
   if (f.createdBefore) q.set('before', f.createdBefore);
   if (f.id) q.set('id', f.id);
+  if (f.order === 'ended' && f.state && ENDED_ORDER_STATES.includes(f.state)) q.set('order', 'ended');
   if (f.cursor) q.set('cursor', f.cursor);
   if (f.limit && f.limit !== DEFAULT_PAGE_SIZE) q.set('limit', String(f.limit));
   const s = q.toString();
