@@ -7,7 +7,7 @@
  * in a task's outputs) shown as text, and draining a worker.
  */
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
@@ -286,6 +286,14 @@ describe('browser: tasks, live', () => {
     await c.api.waitDone(late);
     await until('the late failure heads the list', async () => (await page.locator('.failure .failure-name').first().innerText()) === 'fails-late');
     assert.match(await page.locator('.failure').first().locator('.failure-error').innerText(), /9/);
+    // Retried, it is no failure now: it leaves the list at once (and comes back on top when it fails again).
+    rmSync(go); // its next attempt waits at the gate again
+    const retried = await c.api.req('POST', `/v1/tasks/${late}/retry`);
+    assert.equal(retried.status, 200, retried.text);
+    await until('the retried task leaves the failures', async () => (await page.locator('.failure', { hasText: 'fails-late' }).count()) === 0);
+    open(go);
+    await c.api.waitDone(late);
+    await until('and heads them when it fails again', async () => (await page.locator('.failure .failure-name').first().innerText()) === 'fails-late');
     await page.reload();
     await until('and still after a reload (the fetch)', async () => (await page.locator('.failure .failure-name').first().innerText().catch(() => '')) === 'fails-late');
     // "All failed" opens the Tasks page in the same order; its Order select switches to newest created and back.
