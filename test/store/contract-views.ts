@@ -58,6 +58,27 @@ export function runViewContract(name: string, open: Opened): void {
       return out;
     }
 
+    /**
+     * The ids of every page of `q` (listTaskSummaries or listTasks), following
+     * nextCursor; each page holds at most `limit` rows and its cursor must be
+     * `cursorOf` its last row.
+     */
+    async function everyPage(list: 'summaries' | 'tasks', q: TaskFilter, cursorOf: (last: { id: string; updatedAt: number }) => string): Promise<string[]> {
+      const got: string[] = [];
+      let cursor: string | undefined;
+      for (let pages = 0; ; pages++) {
+        assert.ok(pages <= 30, 'paging ends');
+        const page = { ...q, ...(cursor === undefined ? {} : { cursor }) };
+        const p = list === 'summaries' ? await h.store.listTaskSummaries(page) : await h.store.listTasks(page);
+        const rows = p.tasks as Array<{ id: string; updatedAt: number }>;
+        assert.ok(rows.length <= q.limit);
+        got.push(...rows.map((t) => t.id));
+        if (p.nextCursor === null) return got;
+        assert.equal(p.nextCursor, cursorOf(rows[rows.length - 1]!));
+        cursor = p.nextCursor;
+      }
+    }
+
     /** countTasksByState for all and each owner equals a recount of the tasks, before and after foldCounters. */
     async function expectCounts(step: string, owners = ['alice', 'bob', 'nobody']): Promise<void> {
       const tasks = await allTasks();
@@ -331,19 +352,7 @@ export function runViewContract(name: string, open: Opened): void {
         const expected = tasks.filter((t) => matches(t, f)).map((t) => t.id);
         for (const limit of [1, 3, 50]) {
           for (const list of ['summaries', 'tasks'] as const) {
-            const got: string[] = [];
-            let cursor: string | undefined;
-            for (let pages = 0; ; pages++) {
-              assert.ok(pages <= 30, 'paging ends');
-              const q = { ...f, limit, ...(cursor === undefined ? {} : { cursor }) };
-              const p = list === 'summaries' ? await h.store.listTaskSummaries(q) : await h.store.listTasks(q);
-              const ids = (p.tasks as Array<{ id: string }>).map((t) => t.id);
-              assert.ok(ids.length <= limit);
-              got.push(...ids);
-              if (p.nextCursor === null) break;
-              assert.equal(p.nextCursor, ids[ids.length - 1]);
-              cursor = p.nextCursor;
-            }
+            const got = await everyPage(list, { ...f, limit }, (last) => last.id);
             assert.deepEqual(got, expected, `${list} ${JSON.stringify(f)} limit ${limit}`);
           }
         }
@@ -387,19 +396,7 @@ export function runViewContract(name: string, open: Opened): void {
       for (const [f, expected] of cases) {
         for (const limit of [1, 2, 50]) {
           for (const list of ['summaries', 'tasks'] as const) {
-            const got: string[] = [];
-            let cursor: string | undefined;
-            for (let pages = 0; ; pages++) {
-              assert.ok(pages <= 10, 'paging ends');
-              const q: TaskFilter = { ...f, order: 'ended', limit, ...(cursor === undefined ? {} : { cursor }) };
-              const p = list === 'summaries' ? await h.store.listTaskSummaries(q) : await h.store.listTasks(q);
-              const rows = p.tasks as Array<{ id: string; updatedAt: number }>;
-              got.push(...rows.map((t) => t.id));
-              if (p.nextCursor === null) break;
-              const last = rows[rows.length - 1]!;
-              assert.equal(p.nextCursor, `${last.updatedAt}.${last.id}`);
-              cursor = p.nextCursor;
-            }
+            const got = await everyPage(list, { ...f, order: 'ended', limit }, (last) => `${last.updatedAt}.${last.id}`);
             assert.deepEqual(got, expected, `${list} ${JSON.stringify(f)} limit ${limit}`);
           }
         }
