@@ -2,8 +2,9 @@
  * Dashboard bench (part of `npm run bench`, section `dashboard`; see run.ts).
  *
  *  1. The Tasks page's API calls with BENCH_DASH_TASKS (1,000,000) tasks in the
- *     store, on SQLite and on PostgreSQL: first page, a state-filtered page, an
- *     owner + state page, a name-prefix page, a page deep in the history and
+ *     store, on SQLite and on PostgreSQL: first page, a state-filtered page, the
+ *     failed tasks newest end first (order=ended), an owner + state page, a
+ *     name-prefix page, a page deep in the history and
  *     the counts by state, each through a real `drover server` (HTTP,
  *     authentication, JSON) against the same rows read by one indexed SQL query
  *     on the same database in the same run (better-sqlite3 / pg from this
@@ -197,6 +198,13 @@ function probes(summarySql: string, deepCursor: string): Probe[] {
     { label: 'first page', path: '/v1/tasks?limit=50', ...page('', []) },
     { label: 'state = failed', path: '/v1/tasks?limit=50&state=failed', ...page('t.state = ?', ['failed']) },
     { label: 'owner + state', path: '/v1/tasks?limit=50&owner=user5&state=cancelled', ...page('t.owner = ? AND t.state = ?', ['user5', 'cancelled']) },
+    // The Overview's recent failures (and the Tasks page's failed, newest end first): the partial end index of migration 14.
+    {
+      label: 'state = failed, newest end first (order=ended)',
+      path: '/v1/tasks?limit=50&state=failed&order=ended',
+      sql: `${summarySql} WHERE t.state = 'failed' AND t.updated_at >= 0 ORDER BY t.updated_at DESC, t.id DESC LIMIT 51`,
+      params: [],
+    },
     // The best single query for a name range: the page's ids from the name index first, then their rows
     // (the naive form sorts 22,000 joined rows: about 90 ms on SQLite at 1,000,000 tasks).
     {
