@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { reapLeftovers } from '../../src/worker/leftovers.js';
@@ -87,6 +87,17 @@ describe('leftover attempts of a dead agent', () => {
     const c = collect(spec({ taskId: '01TASKRUN', command: 'sh', args: ['-c', 'sleep 100 & echo ready; wait'] }), { workDir: work, killGraceMs: 100 });
     const pgid = await c.started;
     while (!c.text('stdout').includes('ready')) await new Promise((r) => setTimeout(r, 5));
+    // "ready" comes once the shell has forked its sleep, not once the sleep has exec'ed: a process in the
+    // middle of execve shows no environment in /proc for a moment (seen in CI under load: 1 of 2 found).
+    // The scan kills by group, so such a process dies all the same; this case counts both, so it waits.
+    const isSleep = (pid: number) => {
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, 'utf8').startsWith('sleep\0');
+      } catch {
+        return false;
+      }
+    };
+    while (!runningMembers(pgid).some(isSleep)) await new Promise((r) => setTimeout(r, 5));
     const stopped = await reapLeftovers(work);
     assert.deepEqual(stopped.map((s) => [s.pgid, s.taskId]), [[pgid, '01TASKRUN']]);
     assert.equal(stopped[0]!.pids.length, 2, 'the shell and its sleep');
