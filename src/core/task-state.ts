@@ -32,6 +32,12 @@ export type TaskState = (typeof TASK_STATES)[number];
 
 export const TERMINAL_STATES: ReadonlySet<TaskState> = new Set(['succeeded', 'failed', 'cancelled', 'skipped']);
 
+/**
+ * The states a task list can be read newest end first (`order: 'ended'`):
+ * only these are indexed by end (store/task-list.ts says why).
+ */
+export const ENDED_ORDER_STATES: readonly TaskState[] = ['failed', 'cancelled'];
+
 /** Why a transition happened; stored on every event row. */
 export const TRANSITION_REASONS = [
   'submitted',

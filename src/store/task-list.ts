@@ -33,7 +33,7 @@
  */
 import { InvalidInputError } from '../core/errors.js';
 import { smallestTaskIdAt } from '../core/ids.js';
-import type { TaskState } from '../core/task-state.js';
+import { ENDED_ORDER_STATES } from '../core/task-state.js';
 import type { TaskFilter } from './tasks.js';
 
 const ID_PREFIX_RE = /^[0-9A-HJKMNP-TV-Z]{1,26}$/;
@@ -46,7 +46,7 @@ export const ID_CLOCK_STEP_MS = 60_000;
 const ASCII_RE = /^[\x20-\x7e]*$/;
 
 /**
- * The states `order: 'ended'` lists: those of the partial end indexes
+ * ENDED_ORDER_STATES (core/task-state.ts) are those of the partial end indexes
  * (migration 14, `WHERE (state = 'failed' OR state = 'cancelled') AND
  * updated_at >= 0`). Only these two are indexed by end: they are rare,
  * so the indexes cost the hot path (every task that succeeds) nothing.
@@ -62,7 +62,6 @@ const ASCII_RE = /^[\x20-\x7e]*$/;
  * (owner, state, updated_at, id) but sorted its rows. Both measured with
  * test/store/query-plans.test.ts.
  */
-export const ENDED_ORDER_STATES: readonly TaskState[] = ['failed', 'cancelled'];
 const ENDED_INDEX_MARK = 't.updated_at >= 0';
 /** "<updatedAt ms>.<task id>": the last row of an `order: 'ended'` page. */
 const ENDED_CURSOR_RE = /^(\d{1,16})\.([\x21-\x7e]{1,200})$/;

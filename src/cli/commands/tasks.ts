@@ -2,6 +2,7 @@
  * Read and act on tasks: `ls`, `show`, `logs`, `cancel`, `retry`.
  * Ids and filters are validated before any request (exit 2 on bad input).
  */
+import { ENDED_ORDER_STATES } from '../../core/task-state.js';
 import { Command } from '../commander.js';
 import type { ListTasksQuery, TaskDetail, TaskSummary } from '../../client/types.js';
 export { formatTaskTable } from '../task-table.js';
@@ -45,7 +46,9 @@ function nonEmpty(flag: string, raw: string, what: string): string {
 /** --order: created (the default) or ended, which the server answers only for --state failed or cancelled. */
 function parseListOrder(raw: string, state: ListTasksQuery['state']): 'created' | 'ended' {
   if (raw !== 'created' && raw !== 'ended') throw new UsageError(`invalid --order "${raw}": expected created or ended`);
-  if (raw === 'ended' && state !== 'failed' && state !== 'cancelled') throw new UsageError('--order ended needs --state failed or --state cancelled');
+  if (raw === 'ended' && (state === undefined || !ENDED_ORDER_STATES.includes(state))) {
+    throw new UsageError(`--order ended needs ${ENDED_ORDER_STATES.map((s) => `--state ${s}`).join(' or ')}`);
+  }
   return raw;
 }
 

@@ -55,6 +55,8 @@ export const TASK_STATES = ['ready', 'waiting', 'running', 'retrying', 'succeede
 /** Fails to compile when TASK_STATES misses a TaskState. */
 type Assert<T extends true> = T;
 export type _EveryTaskStateListed = Assert<[Exclude<TaskState, (typeof TASK_STATES)[number]>] extends [never] ? true : false>;
+/** The states the server lists newest end first (order=ended; src/core/task-state.ts ENDED_ORDER_STATES): the rest have only the default order. */
+export const ENDED_ORDER_STATES: readonly TaskState[] = ['failed', 'cancelled'];
 
 export const TERMINAL_STATES: ReadonlySet<TaskState> = new Set<TaskState>(['succeeded', 'failed', 'cancelled', 'skipped']);
 

@@ -4,9 +4,9 @@
  * once. Owner is offered to admins only (users see their own tasks anyway).
  */
 import { useEffect, useState, type FormEvent } from 'react';
-import { TASK_STATES, type ListTasksQuery, type TaskState } from '../api/types';
+import { ENDED_ORDER_STATES, TASK_STATES, type ListTasksQuery, type TaskState } from '../api/types';
 import { isoToLocalInput, localInputToIso } from '../format/time';
-import { ENDED_ORDER_STATES, PAGE_SIZES } from '../hooks/use-task-filter';
+import { PAGE_SIZES } from '../hooks/use-task-filter';
 import { useMediaQuery } from '../hooks/use-media-query';
 
 interface Props {

@@ -5,15 +5,13 @@
  */
 import { useCallback, useMemo } from 'react';
 import { useLocation, useNavigate, useSearchParams } from 'react-router';
-import { TASK_STATES, type ListTasksQuery, type TaskState } from '../api/types';
+import { ENDED_ORDER_STATES, TASK_STATES, type ListTasksQuery, type TaskState } from '../api/types';
 
 export const PAGE_SIZES = [25, 50, 100, 200, 500] as const;
 export const DEFAULT_PAGE_SIZE = 50;
 const ID_PREFIX = /^[0-9A-HJKMNP-TV-Z]{1,26}$/;
 /** A task id, or with order=ended "<updatedAt ms>.<task id>" (the server's cursors). */
 const CURSOR = /^(?:\d{1,16}\.)?[0-9A-HJKMNP-TV-Z]{26}$/;
-/** The states the server lists by end (order=ended): the rest have only the default order. */
-export const ENDED_ORDER_STATES: readonly TaskState[] = ['failed', 'cancelled'];
 
 export function parseFilter(q: URLSearchParams): ListTasksQuery {
   const f: ListTasksQuery = {};
