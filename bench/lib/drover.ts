@@ -35,9 +35,12 @@ export async function hasBatch(api: Api): Promise<boolean> {
   return r.status !== 404;
 }
 
-/** One batch request of `k` copies of `spec`; throws NoBatchEndpoint on 404. Returns the task ids in order. */
-export async function submitBatch(api: Api, k: number, spec: Record<string, unknown>): Promise<string[]> {
-  const r = await api.req('POST', '/v1/tasks/batch', { tasks: Array.from({ length: k }, () => spec) });
+/**
+ * One batch request of `k` copies of `spec`; throws NoBatchEndpoint on 404. Returns the task ids in order.
+ * `minimal`: asks for the short answer (Prefer: return=minimal, each task as {id, state}).
+ */
+export async function submitBatch(api: Api, k: number, spec: Record<string, unknown>, minimal = false): Promise<string[]> {
+  const r = await api.req('POST', '/v1/tasks/batch', { tasks: Array.from({ length: k }, () => spec) }, undefined, minimal ? { headers: { prefer: 'return=minimal' } } : {});
   if (r.status === 404) throw new NoBatchEndpoint();
   if (r.status !== 201 || r.body?.tasks?.length !== k) throw new Error(`batch submit: ${r.status} ${r.text.slice(0, 300)}`);
   return r.body.tasks.map((t: { id: string }) => t.id);

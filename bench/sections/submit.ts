@@ -48,11 +48,14 @@ function warmNote(warm: number, sides: Array<[string, WarmedSpan]>): string {
   return `Warm-up (${warm.toLocaleString('en-US')} untimed before the span, same server / queue): ${sides.map(([who, r]) => `${who} ${fmtRate(warm, r.warmS)}`).join(', ')}`;
 }
 
-/** n tasks in batches of BATCH_MAX after `warm` untimed ones (same batches); the 404 check comes first. */
-async function batches(api: Api, n: number, warm: number): Promise<WarmedSpan> {
+/**
+ * n tasks in batches of BATCH_MAX after `warm` untimed ones (same batches); the 404 check comes first.
+ * `minimal`: each batch asks for the short answer (Prefer: return=minimal).
+ */
+async function batches(api: Api, n: number, warm: number, minimal = false): Promise<WarmedSpan> {
   await submitBatch(api, 10, SPEC); // the 404 check before any clock starts
   const inBatches = async (total: number) => {
-    for (const k of chunks(total, BATCH_MAX)) await submitBatch(api, k, SPEC);
+    for (const k of chunks(total, BATCH_MAX)) await submitBatch(api, k, SPEC, minimal);
   };
   return afterWarmUp(() => inBatches(warm), () => inBatches(n));
 }
@@ -107,18 +110,30 @@ export async function submit({ report, sizes }: Ctx): Promise<void> {
   await report.part(`${batchWhat} (POST /v1/tasks/batch)`, async () => {
     const sr = await onServer('SQLite', (api) => batches(api, bn, warm));
     const pr = await onServer('PostgreSQL', (api) => batches(api, bn, warm));
+    const srMin = await onServer('SQLite', (api) => batches(api, bn, warm, true));
+    const prMin = await onServer('PostgreSQL', (api) => batches(api, bn, warm, true));
     const [s, p] = [sr.s, pr.s];
     const g = await withDatabase('gwbulk', (url) => graphileAddBulk(url, bn, BATCH_MAX, warm));
     const b = await bullmqAddBulk(bn, BATCH_MAX, warm);
     const drover = `POST /v1/tasks/batch {tasks: [${BATCH_MAX} × {command: "true"}]}`;
-    for (const [store, d] of [['SQLite', s], ['PostgreSQL', p]] as const) {
+    const sides = [
+      ['SQLite', '', sr],
+      ['PostgreSQL', '', pr],
+      ['SQLite', ' (Prefer: return=minimal)', srMin],
+      ['PostgreSQL', ' (Prefer: return=minimal)', prMin],
+    ] as const;
+    for (const [store, how, r] of sides) {
+      const d = r.s;
+      const answer = how
+        ? `, with the header \`Prefer: return=minimal\`: each task answered as {id, state} (about 50 bytes) instead of the whole task (about 600), what a client that keeps only the ids asks for (the CLI's \`submit --from-file\` without --json). graphile-worker's addJobs returns its whole job rows`
+        : ', answered with the whole tasks';
       report.add({
-        measure: `${batchWhat}: ${store} vs graphile-worker addJobs`,
+        measure: `${batchWhat}: ${store}${how} vs graphile-worker addJobs`,
         drover: fmtRate(bn, d),
         peer: fmtRate(bn, g.s),
         ratio: ratio(g.s / d),
         met: met(g.s / d >= 1, 'Drover ≥ graphile-worker addJobs'),
-        note: `${batchSpan}. Drover: ${drover} to \`drover server --db ${store === 'SQLite' ? 'sqlite:…' : 'postgres://…'}\`. Peer: graphile-worker 0.17 WorkerUtils.addJobs(${BATCH_MAX} jobs) per call, fresh database. ${warmNote(warm, [['Drover', store === 'SQLite' ? sr : pr], ['graphile-worker', g]])}.`,
+        note: `${batchSpan}. Drover: ${drover} to \`drover server --db ${store === 'SQLite' ? 'sqlite:…' : 'postgres://…'}\`${answer}; a fresh server. Peer: graphile-worker 0.17 WorkerUtils.addJobs(${BATCH_MAX} jobs) per call, fresh database. ${warmNote(warm, [['Drover', r], ['graphile-worker', g]])}.`,
       });
     }
     report.add({

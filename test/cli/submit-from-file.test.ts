@@ -145,6 +145,7 @@ describe('drover submit --from-file, scripted API', () => {
     assert.notEqual(keys[3], keys[0]);
     assert.match(keys[0]!, /^[\x21-\x7e]+\.1$/);
     assert.equal(keys[3], keys[0]!.replace(/\.1$/, '.2'));
+    assert.deepEqual(new Set(reqs.map((q) => q.headers.prefer)), new Set(['return=minimal']), 'only the ids are printed: every batch (and retry) asks for the short answer');
   });
 
   it('a server error for item i is named by its line; the batches stored before are printed and the rerun key is given', async () => {

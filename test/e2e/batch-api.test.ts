@@ -5,7 +5,8 @@
  * one bad item in the middle: its index and field, nothing stored); roles
  * (worker tokens 403, no token 401) in every odd spelling of the path; the
  * 8 MiB body limit (413); Idempotency-Key repeat (200) and reuse with another
- * body (409); the OpenAPI entry.
+ * body (409); Prefer: return=minimal (ids and states only, the same tasks
+ * stored; a bad Prefer a 400 that stores nothing); the OpenAPI entry.
  */
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
@@ -15,6 +16,7 @@ import { startCluster, type Cluster } from './harness.js';
 interface Answer {
   status: number;
   body: any;
+  headers?: Record<string, string | string[] | undefined>;
 }
 
 /** One request with the path byte for byte (no URL normalization) and a raw payload. */
@@ -38,7 +40,7 @@ function raw(c: Cluster, method: string, path: string, token: string | null, pay
         } catch {
           // not JSON
         }
-        resolve({ status: res.statusCode ?? 0, body });
+        resolve({ status: res.statusCode ?? 0, body, headers: res.headers });
       });
     });
     req.on('error', reject);
@@ -184,6 +186,42 @@ describe('e2e: POST /v1/tasks/batch', () => {
     assert.equal(new Set(racers.map((r) => r.body.tasks[0].id)).size, 1);
   });
 
+  it('Prefer: return=minimal answers {id, state} per task, in input order, for the same tasks stored; a bad Prefer is a 400 and stores nothing', async () => {
+    const before = await count();
+    const body = { tasks: [...tasks(3, 'min'), { command: 'true', delay: '1h' }] };
+    const r = await batch(c, body, { prefer: 'respond-async, return=minimal' }, userToken);
+    assert.equal(r.status, 201, JSON.stringify(r.body));
+    assert.equal(r.headers?.['preference-applied'], 'return=minimal');
+    assert.deepEqual(r.body.tasks.map((t: any) => Object.keys(t).sort()), Array.from({ length: 4 }, () => ['id', 'state']));
+    assert.deepEqual(r.body.tasks.map((t: any) => t.state), ['waiting', 'waiting', 'waiting', 'ready']);
+    const stored = await Promise.all(r.body.tasks.map(async (t: any) => (await c.api.req('GET', `/v1/tasks/${t.id}`, undefined, userToken)).body.task));
+    assert.deepEqual(stored.map((t) => [t.name, t.owner, t.state]), [['min-0', 'carol', 'waiting'], ['min-1', 'carol', 'waiting'], ['min-2', 'carol', 'waiting'], ['true', 'carol', 'ready']]);
+    assert.equal(await count(), before + 4);
+    // A repeat under an Idempotency-Key answers short too, with the tasks the key made; the full form names them alike.
+    const key = { 'idempotency-key': 'min-1' };
+    const first = await batch(c, { tasks: tasks(2, 'min-key') }, { ...key, prefer: 'return=minimal' });
+    const again = await batch(c, { tasks: tasks(2, 'min-key') }, { ...key, prefer: 'return=minimal' });
+    const full = await batch(c, { tasks: tasks(2, 'min-key') }, { ...key, prefer: 'return=representation' });
+    assert.deepEqual([first.status, again.status, full.status], [201, 200, 200]);
+    assert.deepEqual(again.body.tasks, first.body.tasks);
+    assert.deepEqual(full.body.tasks.map((t: any) => [t.id, t.state, t.name]), first.body.tasks.map((t: any, i: number) => [t.id, t.state, `min-key-${i}`]));
+    assert.equal(full.headers?.['preference-applied'], 'return=representation');
+    // No Prefer, or one without return: whole tasks and no Preference-Applied.
+    for (const headers of [{}, { prefer: 'wait=10' }] as Array<Record<string, string>>) {
+      const plain = await batch(c, { tasks: tasks(1, 'plain') }, headers);
+      assert.equal(plain.status, 201);
+      assert.equal(plain.body.tasks[0].name, 'plain-0');
+      assert.equal(plain.headers?.['preference-applied'], undefined);
+    }
+    const mid = await count();
+    for (const prefer of ['return=full', 'return', `wait=1, ${'x'.repeat(1100)}`]) {
+      const bad = await batch(c, { tasks: tasks(2, 'bad-prefer') }, { prefer });
+      assert.equal(bad.status, 400, JSON.stringify(bad.body));
+      assert.equal(bad.body.error.field, 'Prefer', JSON.stringify(bad.body));
+    }
+    assert.equal(await count(), mid);
+  });
+
   it('roles: worker tokens 403, no token 401, in every spelling of the path; nothing stored', async () => {
     const before = await count();
     const payload = JSON.stringify({ tasks: tasks(2, 'sneaky') });
@@ -207,6 +245,7 @@ describe('e2e: POST /v1/tasks/batch', () => {
     const op = doc.paths['/v1/tasks/batch'].post;
     assert.deepEqual(Object.keys(op.responses).sort(), ['200', '201', '400', '401', '403', '409', '413', '415', '503']);
     assert.ok(op.parameters.some((p: any) => p.in === 'header' && p.name === 'idempotency-key'));
+    assert.ok(op.parameters.some((p: any) => p.in === 'header' && p.name === 'prefer' && /return=minimal/.test(p.description)));
     const schema = op.requestBody.content['application/json'].schema;
     assert.equal(schema.properties.tasks.maxItems, 1000);
   });

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { once } from 'node:events';
 import { randomBytes } from 'node:crypto';
-import { Agent, request as httpRequest } from 'node:http';
+import { Agent, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 
 const keepAlive = new Agent({ keepAlive: true, maxSockets: 64 });
 
@@ -100,9 +100,9 @@ export class Api {
     path: string,
     body?: unknown,
     token: string | null = this.token,
-    opts: { fresh?: boolean; timeoutMs?: number } = {},
-  ): Promise<{ status: number; body: any; text: string }> {
-    const headers: Record<string, string> = {};
+    opts: { fresh?: boolean; timeoutMs?: number; headers?: Record<string, string> } = {},
+  ): Promise<{ status: number; body: any; text: string; headers: IncomingHttpHeaders }> {
+    const headers: Record<string, string> = { ...opts.headers };
     if (token) headers.authorization = `Bearer ${token}`;
     if (opts.fresh) headers.connection = 'close';
     const payload = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
@@ -122,7 +122,7 @@ export class Api {
           } catch {
             parsed = null;
           }
-          resolvePromise({ status: res.statusCode ?? 0, body: parsed, text });
+          resolvePromise({ status: res.statusCode ?? 0, body: parsed, text, headers: res.headers });
         });
         res.on('error', reject);
       });

@@ -43,22 +43,28 @@ export function lineError(err: ApiError, batch: TaskFile, fileName: string): Usa
 }
 
 export async function submitFile(client: DroverClient, file: TaskFile, fileName: string, baseKey: string, json: boolean): Promise<void> {
-  const stored: Task[] = [];
+  const stored: Task[] = []; // --json: what is printed at the end
+  let count = 0; // tasks submitted so far
   const batches = batchesOf(file);
   try {
     for (const [b, batch] of batches.entries()) {
       let res;
       try {
-        res = await client.submitBatch(batch.tasks, { idempotencyKey: batchKey(baseKey, b + 1) });
+        // Without --json only the ids are printed: the short answer (Prefer: return=minimal) carries them.
+        const opts = { idempotencyKey: batchKey(baseKey, b + 1) };
+        if (json) {
+          res = await client.submitBatch(batch.tasks, opts);
+          stored.push(...res.tasks);
+        } else res = await client.submitBatchMinimal(batch.tasks, opts);
       } catch (err) {
         const named = err instanceof ApiError ? lineError(err, batch, fileName) : null;
-        const done = stored.length ? `; the ${stored.length} tasks of lines ${file.lines[0]}..${file.lines[stored.length - 1]} were submitted` : '';
-        const rerun = stored.length ? ` (to submit the rest without repeating them: drover submit --from-file ... --idempotency-key ${baseKey})` : '';
+        const done = count ? `; the ${count} tasks of lines ${file.lines[0]}..${file.lines[count - 1]} were submitted` : '';
+        const rerun = count ? ` (to submit the rest without repeating them: drover submit --from-file ... --idempotency-key ${baseKey})` : '';
         const wrapped = named ?? err;
         if (wrapped instanceof Error) wrapped.message = `batch ${b + 1} of ${batches.length} not submitted: ${wrapped.message}${done}${rerun}`;
         throw wrapped;
       }
-      stored.push(...res.tasks);
+      count += res.tasks.length;
       if (!json) process.stdout.write(res.tasks.map((t) => `${t.id}\n`).join(''));
     }
   } finally {

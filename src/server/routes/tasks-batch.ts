@@ -9,6 +9,16 @@
  * user; store/batch.ts derives the per-item keys. 201 when this request
  * created the tasks, 200 with the same tasks for a repeat of the same body,
  * 409 for the key with another body.
+ *
+ * `Prefer: return=minimal` (RFC 7240; prefer.ts) answers each task as
+ * `{id, state}` instead of the whole task, with `Preference-Applied`.
+ * Measured (dist/probe-batch.mjs, SQLite, 1,000 × {command: "true"} a
+ * request): the full answer is about 600 KB of JSON; building, serializing
+ * and writing it took about 7.5 ms of the server's CPU a batch in a CPU
+ * profile and half of its allocations (11 MB a batch in a sampling heap
+ * profile, so young-generation GCs at the 2 MB semi-space of heap-flags.ts),
+ * and the client parses it all. A client that keeps only the ids (the CLI's
+ * `submit --from-file` without --json) asks for the short form.
  */
 import type { FastifyInstance } from 'fastify';
 import { Type, type Static } from '@sinclair/typebox';
@@ -18,6 +28,7 @@ import { MAX_BATCH, type NewTask } from '../../store/batch.js';
 import { principalOf } from '../auth.js';
 import type { AppContext } from '../context.js';
 import { describeValidation } from '../error-handler.js';
+import { returnPreference } from '../prefer.js';
 import { ErrorSchema, SubmitBody, SubmitHeaders, TaskSchema } from '../schemas.js';
 import { taskJson } from '../serialize.js';
 import { requestHash, toRunAfter, toTaskSpec } from '../task-input.js';
@@ -42,6 +53,27 @@ export type BatchSubmitBody = Static<typeof BatchSubmitBody>;
 
 const TasksEnvelope = Type.Object({ tasks: Type.Array(TaskSchema) });
 
+/** The headers of this route: POST /v1/tasks's, and Prefer (read by the handler: prefer.ts checks it). */
+export const BatchSubmitHeaders = Type.Composite([
+  SubmitHeaders,
+  Type.Object({
+    prefer: Type.Optional(
+      Type.String({
+        description:
+          'RFC 7240. "return=minimal": each task is answered as {id, state} only (the same envelope, in input order; Preference-Applied: return=minimal). ' +
+          '"return=representation" (the default): whole tasks. Other preferences are ignored; a return of another value is a 400 (field "Prefer").',
+      }),
+    ),
+  }),
+]);
+export type BatchSubmitHeaders = Static<typeof BatchSubmitHeaders>;
+
+/** One task of a `return=minimal` answer. */
+export interface MinimalTask {
+  id: string;
+  state: string;
+}
+
 /** "tasks.3.args.0" → "tasks[3].args.0": the item named by its index, its field as POST /v1/tasks names it. */
 export function itemField(field: string): string {
   return field.replace(/^tasks\.(\d+)(?=\.|$)/, 'tasks[$1]');
@@ -50,7 +82,7 @@ export function itemField(field: string): string {
 export function taskBatchRoutes(app: FastifyInstance, ctx: AppContext): void {
   const { store, clock } = ctx;
 
-  app.post<{ Body: BatchSubmitBody; Headers: SubmitHeaders }>(
+  app.post<{ Body: BatchSubmitBody; Headers: BatchSubmitHeaders }>(
     '/v1/tasks/batch',
     {
       // The same people as POST /v1/tasks (admins and users, never worker tokens).
@@ -67,11 +99,11 @@ export function taskBatchRoutes(app: FastifyInstance, ctx: AppContext): void {
           `Body limit ${BATCH_BODY_LIMIT / (1024 * 1024)} MiB (413 beyond). With an Idempotency-Key header the batch can be repeated safely: ` +
           '201 when this request created the tasks, 200 with the same tasks when the key (per user) was seen before with the same body, ' +
           '409 when it was seen with a different body.',
-        headers: SubmitHeaders,
+        headers: BatchSubmitHeaders,
         body: BatchSubmitBody,
         response: {
-          201: { description: 'Created, in input order', ...TasksEnvelope },
-          200: { description: 'A repeat of an earlier batch with the same Idempotency-Key and body: the tasks it created', ...TasksEnvelope },
+          201: { description: 'Created, in input order (with Prefer: return=minimal each item is only {id, state})', ...TasksEnvelope },
+          200: { description: 'A repeat of an earlier batch with the same Idempotency-Key and body: the tasks it created (with Prefer: return=minimal, {id, state} each)', ...TasksEnvelope },
           400: ErrorSchema,
           401: ErrorSchema,
           403: ErrorSchema,
@@ -88,6 +120,8 @@ export function taskBatchRoutes(app: FastifyInstance, ctx: AppContext): void {
         throw new InvalidInputError(itemField(field), reason);
       }
       const p = principalOf(req);
+      // Checked before anything is stored: a bad Prefer changes nothing.
+      const preference = returnPreference(req.headers.prefer);
       const now = clock.now();
       const items: NewTask[] = req.body.tasks.map((body, i) => {
         try {
@@ -111,7 +145,14 @@ export function taskBatchRoutes(app: FastifyInstance, ctx: AppContext): void {
       // Items to run later: this server's timer releases the earliest when due (the sweep covers the rest).
       const due = res.tasks.filter((t) => t.state === 'ready' && t.runAfter !== null).map((t) => t.runAfter!);
       if (due.length > 0) ctx.scheduler.wakeAtTime(Math.min(...due));
-      return reply.code(res.created ? 201 : 200).send({ tasks: res.tasks.map((t) => taskJson(t, p.user)) });
+      reply.code(res.created ? 201 : 200);
+      if (preference !== null) reply.header('preference-applied', `return=${preference}`);
+      if (preference === 'minimal') {
+        // Not the route's response schema (whole tasks): serialized as it is.
+        const tasks: MinimalTask[] = res.tasks.map((t) => ({ id: t.id, state: t.state }));
+        return reply.serializer(JSON.stringify).send({ tasks });
+      }
+      return reply.send({ tasks: res.tasks.map((t) => taskJson(t, p.user)) });
     },
   );
 }
