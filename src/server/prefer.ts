@@ -16,7 +16,7 @@ import { InvalidInputError } from '../core/errors.js';
 
 export type ReturnPreference = 'minimal' | 'representation';
 
-/** The header as a route declares it: optional, at most this long (the whole header; a real one is a few dozen bytes). */
+/** The longest Prefer value taken, all its fields together (a real one is a few dozen bytes); longer is a 400. */
 export const PREFER_MAX_CHARS = 1024;
 
 /** `return`'s value in `header`, or null when the header is absent or has no `return` preference. */
