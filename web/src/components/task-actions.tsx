@@ -13,7 +13,11 @@ import { TERMINAL_STATES, type Task, type TaskDetail } from '../api/types';
 export function TaskActions({ task }: { task: Task }) {
   const qc = useQueryClient();
   const onDone = (res: { task: Task }) => {
-    qc.setQueryData<TaskDetail>(qk.taskDetail(task.id), (cur) => (cur ? { ...cur, task: { ...res.task, envRedacted: res.task.envRedacted ?? cur.task.envRedacted } } : cur));
+    // The live stream may already have brought a later change (the retried task
+    // ran and failed again before this answer was read): never put an older task back.
+    qc.setQueryData<TaskDetail>(qk.taskDetail(task.id), (cur) =>
+      cur && res.task.updatedAt >= cur.task.updatedAt ? { ...cur, task: { ...res.task, envRedacted: res.task.envRedacted ?? cur.task.envRedacted } } : cur,
+    );
     void qc.invalidateQueries({ queryKey: qk.taskDetail(task.id) });
   };
   const cancel = useMutation({ mutationFn: () => api.cancelTask(task.id), onSuccess: onDone });

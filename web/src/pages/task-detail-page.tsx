@@ -49,7 +49,7 @@ export function TaskDetailPage() {
 
 function TaskDetail({ detail }: { detail: TaskDetailData }) {
   const { task, attempts, events } = detail;
-  const generation = useRunGeneration(task.state);
+  const generation = useRunGeneration(task.state, task.attempts);
   return (
     <>
       <PageHeader
