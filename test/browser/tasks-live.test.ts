@@ -323,7 +323,9 @@ describe('browser: tasks, live', () => {
     assert.ok(asked.length > 0 && asked.every((u) => !/[?&](order|cursor)=/.test(u)), asked.join('\n'));
     assert.equal(await page.getByText('Could not load tasks').count(), 0);
     await page.getByRole('link', { name: 'Overview', exact: true }).click();
-    // Two charts drawn (canvas) from the per-minute stats.
+    // Two charts drawn (canvas) from the per-minute stats, once those have loaded: wait for the second
+    // before counting (a count right after the click raced the fetch under CI's load: 0 !== 2).
+    await page.locator('.chart canvas').nth(1).waitFor();
     assert.equal(await page.locator('.chart canvas').count(), 2);
     // Their times read as every other time on the dashboard: 24-hour (the legend follows the pointer).
     await page.locator('.chart .u-over').first().hover();
