@@ -45,7 +45,12 @@ const HELLO_TIMEOUT_MS = 10_000;
  * only, 2: 3,102 and 2,676; 4: 3,261 and 2,775; 8: 2,785 and 2,722. On
  * SQLite (one writer, whose group commit already takes what is queued) no
  * difference showed. Without a prefetch a no-op agent's exits come in bursts
- * a refill apart, so mostly one batch is in flight, as before.
+ * a refill apart, so mostly one batch is in flight, as before. Tried and
+ * dropped (2026-12-05, the same drain without a prefetch, three pairs
+ * alternating): splitting such a burst into two end-and-refill statements at
+ * once. The drain fell from 1,296-1,429/s to 878-1,040/s and PostgreSQL's CPU
+ * rose from 8.2-8.8 s to 19.9-24.1 s: twice the statements, and two claims at
+ * once on the queue's head, each skipping the rows the other locked.
  */
 export const MAX_BATCHES_IN_FLIGHT = 4;
 /** Messages waiting to be handled before the socket is paused. */
