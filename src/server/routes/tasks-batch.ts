@@ -70,12 +70,6 @@ export const BatchSubmitHeaders = Type.Composite([
 ]);
 export type BatchSubmitHeaders = Static<typeof BatchSubmitHeaders>;
 
-/** One task of a `return=minimal` answer. */
-export interface MinimalTask {
-  id: string;
-  state: string;
-}
-
 /** "tasks.3.args.0" → "tasks[3].args.0": the item named by its index, its field as POST /v1/tasks names it. */
 export function itemField(field: string): string {
   return field.replace(/^tasks\.(\d+)(?=\.|$)/, 'tasks[$1]');
@@ -150,8 +144,8 @@ export function taskBatchRoutes(app: FastifyInstance, ctx: AppContext): void {
       reply.code(res.created ? 201 : 200);
       if (preference !== null) reply.header('preference-applied', `return=${preference}`);
       if (preference === 'minimal') {
-        // Not the route's response schema (whole tasks): serialized as it is.
-        const tasks: MinimalTask[] = res.tasks.map((t) => ({ id: t.id, state: t.state }));
+        // Not the route's response schema (whole tasks): serialized as it is. The wire type is the client's MinimalTask.
+        const tasks = res.tasks.map((t) => ({ id: t.id, state: t.state }));
         return reply.serializer(JSON.stringify).send({ tasks });
       }
       return reply.send({ tasks: res.tasks.map((t) => taskJson(t, p.user)) });
