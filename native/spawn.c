@@ -14,15 +14,20 @@
  *
  * JS contract (one function, main thread of the process that loaded it):
  *
- *   spawn(file, argv, envp, cwd, onSpawn, onExit)
+ *   spawn(file, argv, envp, cwd, onSpawn, onExit[, inline])
  *     file   string: a path (contains '/') or a name looked up in the PATH of
  *            `envp` (not the agent's PATH), like libuv does for Node.
  *     argv   string[] (argv[0] included), envp string[] of "NAME=value",
  *     cwd    string: the child's working directory.
- *     The start runs on one of the addon's own spawner threads (posix_spawn
- *     suspends its calling thread until the child's execve), in call order
- *     (two threads: starts may finish out of order); then, on the thread
- *     that loaded the addon:
+ *     inline boolean, default false. false: the start runs on one of the
+ *            addon's own spawner threads (posix_spawn suspends its calling
+ *            thread until the child's execve), in call order (two threads:
+ *            starts may finish out of order); then onSpawn is called from
+ *            the event loop of the thread that loaded the addon. true: the
+ *            start runs on the calling thread, which it suspends likewise,
+ *            and onSpawn is called before spawn returns (for a caller with
+ *            nothing else to do meanwhile: two thread hand-offs fewer;
+ *            src/worker/native-spawn.ts has the numbers).
  *     onSpawn(errno, pid, stdoutFd, stderrFd), called once. errno 0: started;
  *            the fds are the read ends of two pipes (O_CLOEXEC, blocking;
  *            the caller makes them non-blocking streams and owns closing
@@ -35,7 +40,8 @@
  *            exitCode is -1 when the child died of signal number `signal`
  *            (0 otherwise).
  *   returns undefined; throws TypeError (synchronously, nothing started) for
- *   arguments of the wrong type or strings holding NUL.
+ *   arguments of the wrong type (an `inline` that is neither a boolean nor
+ *   undefined included) or strings holding NUL.
  *
  * The child: a new session and process group (POSIX_SPAWN_SETSID, pgid = sid
  * = pid, as Node's `detached: true`), stdin /dev/null, stdout/stderr the
@@ -221,11 +227,12 @@ static void kill_and_reap(pid_t pid) {
 }
 
 /*
- * Spawner thread: pipes, posix_spawn, pidfd. No N-API calls here. Off the
- * main thread because the calling thread is suspended until the child's
- * execve (CLONE_VFORK): 0.6 ms on average here when the machine is busy (2 ms
- * in the agent's profile), during which the agent's event loop would stand
- * still. Not on libuv's threadpool either: spawns held its 4 threads and the
+ * Spawner thread (or the caller's, inline): pipes, posix_spawn, pidfd. No
+ * N-API calls here. Off the main thread by default because the calling
+ * thread is suspended until the child's execve (CLONE_VFORK): 0.6 ms on
+ * average here when the machine is busy (2 ms in the agent's profile),
+ * during which the agent's event loop would stand still (inline is for a
+ * caller whose loop has nothing else to do). Not on libuv's threadpool either: spawns held its 4 threads and the
  * work dirs' fs calls queued behind them (measured, 1,000 attempts through
  * the runner at 8 in flight: 435-459/s with the default pool, 652-765/s with
  * UV_THREADPOOL_SIZE=8).
@@ -406,14 +413,20 @@ static void on_teardown(void *arg) {
 }
 
 static napi_value js_spawn(napi_env env, napi_callback_info info) {
-  size_t argc = 6;
-  napi_value a[6];
+  size_t argc = 7;
+  napi_value a[7];
   state_t *st;
   CHECK(napi_get_cb_info(env, info, &argc, a, NULL, (void **)&st));
   napi_valuetype t4, t5;
   if (argc < 6 || napi_typeof(env, a[4], &t4) != napi_ok || napi_typeof(env, a[5], &t5) != napi_ok || t4 != napi_function ||
       t5 != napi_function) {
     napi_throw_type_error(env, NULL, "spawn(file, argv, envp, cwd, onSpawn, onExit): onSpawn and onExit must be functions");
+    return NULL;
+  }
+  bool run_inline = false;
+  napi_valuetype t6 = napi_undefined;
+  if (argc >= 7 && (napi_typeof(env, a[6], &t6) != napi_ok || (t6 != napi_undefined && (t6 != napi_boolean || napi_get_value_bool(env, a[6], &run_inline) != napi_ok)))) {
+    napi_throw_type_error(env, NULL, "spawn(..., inline): inline must be a boolean");
     return NULL;
   }
   req_t *r = calloc(1, sizeof *r);
@@ -432,6 +445,12 @@ static napi_value js_spawn(napi_env env, napi_callback_info info) {
   if (napi_create_reference(env, a[4], 1, &r->on_spawn) != napi_ok || napi_create_reference(env, a[5], 1, &r->on_exit) != napi_ok) {
     free_req(env, r);
     napi_throw_error(env, NULL, "could not queue the spawn");
+    return NULL;
+  }
+  if (run_inline) {
+    /* posix_spawn blocks every signal of the calling thread around its clone, as on the spawner threads. */
+    do_spawn(r);
+    spawned(env, st->ctx, r);
     return NULL;
   }
   pthread_mutex_lock(&st->mu);

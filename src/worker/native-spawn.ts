@@ -30,7 +30,8 @@
  * tables copied. Its caller is suspended until the child's execve, 2 ms per
  * start on the busy machine (`node --cpu-prof` of the agent: 4.0 s of a
  * 10.2 s run of 2,000 attempts when it ran on the main thread), so the addon
- * starts processes on two threads of its own; on libuv's threadpool the
+ * starts processes on two threads of its own (except on an idle agent:
+ * NativeStarts below); on libuv's threadpool the
  * spawns starved the work dirs' fs calls (runner alone, 1,000 attempts, 8 in
  * flight: 435-459/s with the default 4 pool threads, 652-765/s with 8;
  * 789-1110/s with the addon's own threads).
@@ -111,6 +112,7 @@ export interface NativeBinding {
     cwd: string,
     onSpawn: (errno: number, pid: number, stdoutFd: number, stderrFd: number) => void,
     onExit: (code: number, signal: number) => void,
+    inline?: boolean,
   ): void;
 }
 
@@ -128,8 +130,8 @@ export function loadNativeSpawn(): { binding: NativeBinding } | { reason: string
  * (a test or an operator asked for it explicitly); 'auto' falls back to
  * Node's child_process and warns once with the reason.
  */
-export function pickSpawner(choice: SpawnerChoice = 'auto', log?: Logger): Spawner {
-  return chooseSpawner(choice, process.env.DROVER_SPAWNER, () => loadNativeSpawn(), log);
+export function pickSpawner(choice: SpawnerChoice = 'auto', log?: Logger, starts: NativeStarts = 'idle'): Spawner {
+  return chooseSpawner(choice, process.env.DROVER_SPAWNER, () => loadNativeSpawn(), log, starts);
 }
 
 /** pickSpawner's decision, with its inputs given (tests): `fromEnv` is DROVER_SPAWNER. */
@@ -138,12 +140,13 @@ export function chooseSpawner(
   fromEnv: string | undefined,
   load: () => { binding: NativeBinding } | { reason: string },
   log?: Logger,
+  starts: NativeStarts = 'idle',
 ): Spawner {
   let want = choice;
   if (want === 'auto' && (fromEnv === 'native' || fromEnv === 'node')) want = fromEnv;
   if (want === 'node') return spawnWithNode;
   const n = load();
-  if ('binding' in n) return (req) => spawnNative(n.binding, req);
+  if ('binding' in n) return (req) => spawnNative(n.binding, req, starts);
   if (want === 'native') throw new Error(`native spawner requested but unavailable: ${n.reason}`);
   if (!warned && log) {
     warned = true;
@@ -155,7 +158,41 @@ export function chooseSpawner(
 const signalNames = new Map<number, NodeJS.Signals>(Object.entries(osConstants.signals).map(([name, no]) => [no, name as NodeJS.Signals]));
 const errnoNames = new Map<number, string>(Object.entries(osConstants.errno).map(([name, no]) => [no, name]));
 
-function spawnNative(binding: NativeBinding, req: SpawnRequest): Promise<SpawnedProcess | SpawnFailure> {
+/**
+ * Where the addon runs a start (native/spawn.c, `inline`):
+ *  - 'idle' (the agent's): on the calling thread, the agent's main thread,
+ *    when no process started through this module is starting or running;
+ *    else on the addon's spawner threads.
+ *  - 'threads': always on the spawner threads (tests, for that path).
+ *
+ * Why 'idle'. A start on the spawner threads costs two hand-offs between
+ * threads (the request to a spawner thread, its answer back to the event
+ * loop), and on an idle agent each is a wake-up of a sleeping thread. On the
+ * main thread the agent is suspended for the start instead (posix_spawn
+ * returns at the child's execve), which is why busy agents keep the threads;
+ * an agent with nothing running has nothing else for its loop to do then.
+ * Measured (2026-12-05, a SQLite server and a 10-slot agent, 150 submits of
+ * `true` 20 ms apart, the agent's clock from the call into the addon to
+ * onSpawn; two runs each, alternating with the build before): 1.02 and 1.25
+ * ms at p50, 2.67 and 2.85 ms at p90 on the threads; 0.78 and 0.70 ms at
+ * p50, 0.97 and 0.91 ms at p90 inline. `npm run bench -- --sections=latency`,
+ * two pairs alternating with the build before (DROVER_BIN), 02:23-02:28 UTC:
+ * the assignment → process started part, p50, 1.5 and 1.6 → 1.1 and 1.1 ms
+ * on SQLite, 3.4 and 2.0 → 1.9 and 1.3 ms on PostgreSQL. Busy agents
+ * (process starts, 8 at a time) keep starting on the threads: one of their
+ * processes is always running.
+ */
+export type NativeStarts = 'idle' | 'threads';
+
+/** Processes started through this module (any spawner made by it) that are starting or not yet reaped. */
+let live = 0;
+
+/** How many processes of the native spawner are starting or not yet reaped (tests). */
+export function nativeLive(): number {
+  return live;
+}
+
+function spawnNative(binding: NativeBinding, req: SpawnRequest, starts: NativeStarts): Promise<SpawnedProcess | SpawnFailure> {
   const argv = [req.file, ...req.args];
   const envp = Object.entries(req.env).map(([k, v]) => `${k}=${v}`);
   const bad = argv.findIndex((a) => a.includes('\0'));
@@ -166,25 +203,38 @@ function spawnNative(binding: NativeBinding, req: SpawnRequest): Promise<Spawned
 
   let onExit!: (e: ProcessExit) => void;
   const exited = new Promise<ProcessExit>((resolve) => (onExit = resolve));
+  const inline = starts === 'idle' && live === 0;
+  live++;
   return new Promise((resolve) => {
-    binding.spawn(
-      req.file,
-      argv,
-      envp,
-      req.cwd,
-      (errno, pid, outFd, errFd) => {
-        if (errno !== 0) {
-          const code = errnoNames.get(errno) ?? null;
-          return resolve({ error: `spawn ${req.file} ${code ?? `errno ${errno}`}`, code });
-        }
-        // The same stream type Node gives a child's stdout (a net.Socket on a libuv pipe handle): non-blocking
-        // reads, readStop when the reader stops pulling, the fd closed on destroy.
-        const stdout = new net.Socket({ fd: outFd, readable: true, writable: false });
-        const stderr = new net.Socket({ fd: errFd, readable: true, writable: false });
-        resolve({ pid, stdout, stderr, exited });
-      },
-      // signal 0 with code -1: the addon could not learn how it ended (reaped elsewhere); report it as killed.
-      (code, signal) => onExit(code >= 0 ? { code, signal: null } : { code: null, signal: signalNames.get(signal) ?? 'SIGKILL' }),
-    );
+    // Inline, onSpawn runs before binding.spawn returns.
+    try {
+      binding.spawn(
+        req.file,
+        argv,
+        envp,
+        req.cwd,
+        (errno, pid, outFd, errFd) => {
+          if (errno !== 0) {
+            live--;
+            const code = errnoNames.get(errno) ?? null;
+            return resolve({ error: `spawn ${req.file} ${code ?? `errno ${errno}`}`, code });
+          }
+          // The same stream type Node gives a child's stdout (a net.Socket on a libuv pipe handle): non-blocking
+          // reads, readStop when the reader stops pulling, the fd closed on destroy.
+          const stdout = new net.Socket({ fd: outFd, readable: true, writable: false });
+          const stderr = new net.Socket({ fd: errFd, readable: true, writable: false });
+          resolve({ pid, stdout, stderr, exited });
+        },
+        // signal 0 with code -1: the addon could not learn how it ended (reaped elsewhere); report it as killed.
+        (code, signal) => {
+          live--;
+          onExit(code >= 0 ? { code, signal: null } : { code: null, signal: signalNames.get(signal) ?? 'SIGKILL' });
+        },
+        inline,
+      );
+    } catch (err) {
+      live--; // nothing was started (a TypeError from the addon)
+      throw err;
+    }
   });
 }

@@ -12,7 +12,7 @@ import { chmodSync, closeSync, mkdirSync, openSync, writeFileSync } from 'node:f
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
-import { chooseSpawner, loadNativeSpawn, pickSpawner, type SpawnedProcess, type SpawnRequest } from '../../src/worker/native-spawn.js';
+import { chooseSpawner, loadNativeSpawn, nativeLive, pickSpawner, type NativeBinding, type NativeStarts, type SpawnedProcess, type SpawnRequest } from '../../src/worker/native-spawn.js';
 import { spawnWithNode } from '../../src/worker/native-spawn-fallback.js';
 import { runningMembers, SPAWNERS, tempDir } from './helpers.js';
 
@@ -44,9 +44,24 @@ describe('native spawner availability', () => {
   });
 });
 
-for (const kind of SPAWNERS) {
-  describe(`spawner: ${kind}`, { timeout: 30_000 }, () => {
-    const spawner = pickSpawner(kind);
+/**
+ * Each spawner, and the native one both ways (native-spawn.ts NativeStarts): 'idle' starts inline
+ * (on this thread) whenever nothing of it runs, which is most tests below (one process at a time);
+ * 'threads' always on the addon's spawner threads.
+ */
+type Variant = { kind: 'native' | 'node'; starts: NativeStarts; label: string };
+const VARIANTS: Variant[] = SPAWNERS.flatMap((kind): Variant[] =>
+  kind === 'native'
+    ? [
+        { kind, starts: 'idle', label: 'native (inline when idle)' },
+        { kind, starts: 'threads', label: 'native (spawner threads)' },
+      ]
+    : [{ kind, starts: 'idle', label: kind }],
+);
+
+for (const { kind, starts, label } of VARIANTS) {
+  describe(`spawner: ${label}`, { timeout: 30_000 }, () => {
+    const spawner = pickSpawner(kind, undefined, starts);
     let tmp: ReturnType<typeof tempDir>;
     before(() => (tmp = tempDir('drover-spawn-')));
     after(() => tmp.remove());
@@ -180,6 +195,100 @@ for (const kind of SPAWNERS) {
     });
   });
 }
+
+describe('native spawner: where a start runs', { timeout: 30_000, skip: 'binding' in loadNativeSpawn() ? false : 'the addon is not built here' }, () => {
+  let tmp: ReturnType<typeof tempDir>;
+  before(() => (tmp = tempDir('drover-spawn-where-')));
+  after(() => tmp.remove());
+  const real = () => (loadNativeSpawn() as { binding: NativeBinding }).binding;
+
+  /** binding.spawn of `argv`; whether onSpawn came before spawn returned, its arguments, and the exit. */
+  async function direct(argv: string[], inline: unknown) {
+    let returned = false;
+    let spawnedBeforeReturn: boolean | null = null;
+    let onSpawnArgs: number[] = [];
+    let exit!: (v: [number, number]) => void;
+    const exited = new Promise<[number, number]>((r) => (exit = r));
+    const started = new Promise<void>((resolve) => {
+      (real().spawn as (...a: unknown[]) => void)(
+        argv[0],
+        argv,
+        ['PATH=/usr/bin:/bin'],
+        tmp.dir,
+        (errno: number, pid: number, out: number, err: number) => {
+          spawnedBeforeReturn = !returned;
+          onSpawnArgs = [errno, pid, out, err];
+          if (out >= 0) closeSync(out);
+          if (err >= 0) closeSync(err);
+          resolve();
+        },
+        (code: number, signal: number) => exit([code, signal]),
+        inline,
+      );
+      returned = true;
+    });
+    await started;
+    return { spawnedBeforeReturn, onSpawnArgs, exited };
+  }
+
+  it('inline: onSpawn is called before spawn returns, and the exit is reported from the loop as usual', async () => {
+    const r = await direct(['sh', '-c', 'exit 4'], true);
+    assert.equal(r.spawnedBeforeReturn, true);
+    assert.equal(r.onSpawnArgs[0], 0);
+    assert.ok(r.onSpawnArgs[1]! > 0);
+    assert.deepEqual(await r.exited, [4, 0]);
+  });
+
+  it('not inline (false or left out): onSpawn comes from the event loop, after spawn returned', async () => {
+    for (const inline of [false, undefined]) {
+      const r = await direct(['sh', '-c', 'exit 5'], inline);
+      assert.equal(r.spawnedBeforeReturn, false);
+      assert.deepEqual(await r.exited, [5, 0]);
+    }
+  });
+
+  it('inline: a start that fails is reported before spawn returns, with its errno and nothing to watch', async () => {
+    const r = await direct(['no-such-command-drover'], true);
+    assert.equal(r.spawnedBeforeReturn, true);
+    assert.deepEqual(r.onSpawnArgs, [2 /* ENOENT */, 0, -1, -1]);
+  });
+
+  it('an inline that is not a boolean is a TypeError, and nothing starts', async () => {
+    let called = false;
+    for (const bad of ['yes', 1, null, {}]) {
+      assert.throws(
+        () => real().spawn('true', ['true'], ['PATH=/usr/bin:/bin'], tmp.dir, () => (called = true), () => (called = true), bad as boolean),
+        (e: Error) => e instanceof TypeError && /inline must be a boolean/.test(e.message),
+      );
+    }
+    await new Promise((r) => setTimeout(r, 50)); // a start queued by mistake would have reported by now
+    assert.equal(called, false);
+  });
+
+  it("'idle' starts inline only when none of its processes is starting or running; 'threads' never", async () => {
+    const seen: unknown[] = [];
+    const recording = { spawn: (...a: Parameters<NativeBinding['spawn']>) => (seen.push(a[6]), real().spawn(...a)) };
+    const spawner = chooseSpawner('native', undefined, () => ({ binding: recording }), undefined, 'idle');
+    const req = (file: string, args: string[] = []) => ({ file, args, cwd: tmp.dir, env: { PATH: '/usr/bin:/bin' } });
+    const drain = (p: SpawnedProcess) => (p.stdout.resume(), p.stderr.resume(), p.exited);
+    assert.equal(nativeLive(), 0);
+    const long = (await spawner(req('sleep', ['0.3']))) as SpawnedProcess;
+    const short = (await spawner(req('true'))) as SpawnedProcess; // while the sleep runs
+    assert.equal(nativeLive(), 2);
+    await Promise.all([drain(long), drain(short)]);
+    assert.equal(nativeLive(), 0);
+    const failed = await spawner(req('no-such-command-drover'));
+    assert.equal('error' in failed && failed.code, 'ENOENT');
+    await drain((await spawner(req('true'))) as SpawnedProcess); // the failed start left nothing counted
+    assert.deepEqual(seen, [true, false, true, true]);
+
+    seen.length = 0;
+    const threads = chooseSpawner('native', undefined, () => ({ binding: recording }), undefined, 'threads');
+    await drain((await threads(req('true'))) as SpawnedProcess);
+    assert.deepEqual(seen, [false]);
+    assert.equal(nativeLive(), 0);
+  });
+});
 
 describe('spawner selection', () => {
   const unavailable = () => ({ reason: 'not built here' });
