@@ -38,6 +38,12 @@
  * round trips); this statement takes 6.4 ms. The bench's 20,000-task drain
  * went from 1,094-1,138/s to 1,739-1,881/s, and the 100-step DAG chain's
  * overhead per step from 7.5-8.4 ms to 6.2-7.0 ms (README, Performance).
+ * Tried and dropped (2026-12-05): the ends and the refill as two autocommit
+ * statements sent at once on two connections, so that the database could
+ * work on both cores (the claim is disjoint from the ended rows). A 20,000
+ * no-op drain without a prefetch, three pairs alternating with this one
+ * statement: 1,207, 1,506 and 1,447/s against 1,275, 1,392 and 1,934/s; no
+ * gain, and a second commit per round.
  */
 import { planAttemptEnd, type AttemptEndPlan } from '../../core/attempt-end.js';
 import { attemptStateOf } from '../../core/task.js';
