@@ -33,6 +33,21 @@
  * Not for the one-shot commands: with the young generation pinned `drover ls` took 110 ms of CPU
  * instead of 87 ms (undici's start-up allocates a lot), and they exit before
  * the young generation's size matters.
+ *
+ * Looked at for the agent and not taken (2026-12-05; an agent with 10 `sleep`
+ * running, the bench's memory method, VmRSS ~13 s after its start, MB of
+ * 10^6 bytes as the bench prints them): 55.4 MB as is, of which 44.2 MB
+ * mapped files (40.6 MB of them the node executable's pages; a bare `node`
+ * touches 31.6 MB of them) and 11.2 MB anonymous (V8's heap 6.9 MB). V8
+ * flags set at start: --no-opt 51.2 MB, --lite-mode 50.6 MB, --jitless
+ * 52.5 MB (--max-lazy, --no-maglev: no change; --single-threaded-gc set at
+ * run time: the agent was gone before the second reading). What
+ * --no-opt saves is TurboFan's own code, 3.6 MB of the executable's pages,
+ * paged in when the start-up's module resolution makes path.normalize hot;
+ * those pages are clean and shared with every Node process on the host, and
+ * turning the optimising compiler off for them would slow every busy agent
+ * while leaving it above 50 MB. For scale: a bare `node` that requires only
+ * `ws` is 51.3 MB half a second after its start.
  */
 import { PerformanceObserver } from 'node:perf_hooks';
 import v8 from 'node:v8';
