@@ -100,6 +100,25 @@ export const SubmitHeaders = Type.Object({
 export type SubmitHeaders = Static<typeof SubmitHeaders>;
 
 /**
+ * The submit routes' headers with Prefer (POST /v1/tasks and /v1/tasks/batch):
+ * the schema documents it, the handler reads it (prefer.ts checks it, so a bad
+ * value is a 400 naming `Prefer`).
+ */
+export const SubmitPreferHeaders = Type.Composite([
+  SubmitHeaders,
+  Type.Object({
+    prefer: Type.Optional(
+      Type.String({
+        description:
+          'RFC 7240. "return=minimal": the task (each task of a batch, in input order) is answered as {id, state} only, in the same envelope, with Preference-Applied: return=minimal. ' +
+          '"return=representation" (the default): whole tasks. Other preferences are ignored; a return of another value is a 400 (field "Prefer").',
+      }),
+    ),
+  }),
+]);
+export type SubmitPreferHeaders = Static<typeof SubmitPreferHeaders>;
+
+/**
  * A task-id prefix for search: 1..26 Crockford base32 characters in either
  * case (the route upper-cases it, as ids are stored).
  */

@@ -1,7 +1,8 @@
 /**
  * Submit against a real server process on SQLite: the Idempotency-Key header
  * (201 then 200 with the same task, 409 for another body, 400 for a bad key,
- * and `drover submit --idempotency-key`), the `requires` placement field
+ * and `drover submit --idempotency-key`), Prefer: return=minimal ({id, state};
+ * a bad Prefer a 400 that stores nothing), the `requires` placement field
  * (API and `drover submit --require` / `drover show`), attempt JSON that
  * never carries the fencing token, and CLI output of a task named with an
  * escape sequence.
@@ -18,7 +19,7 @@ import { BIN, startCluster, type Cluster } from './harness.js';
 const PG = await requirePostgres();
 
 /** POST /v1/tasks with raw headers (the harness's Api sends none of its own). */
-function post(c: Cluster, body: unknown, headers: Record<string, string>, token = c.api.token): Promise<{ status: number; body: any }> {
+function post(c: Cluster, body: unknown, headers: Record<string, string>, token = c.api.token): Promise<{ status: number; body: any; headers: Record<string, string | string[] | undefined> }> {
   const u = new URL(c.url);
   const payload = JSON.stringify(body);
   return new Promise((resolve, reject) => {
@@ -27,7 +28,7 @@ function post(c: Cluster, body: unknown, headers: Record<string, string>, token 
       (res) => {
         const parts: Buffer[] = [];
         res.on('data', (d: Buffer) => parts.push(d));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(parts).toString('utf8')) }));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(parts).toString('utf8')), headers: res.headers }));
       },
     );
     req.on('error', reject);
@@ -100,12 +101,55 @@ describe('e2e: submit', () => {
     assert.equal((await post(c, { command: 'true' }, { 'idempotency-key': '!'.repeat(255) })).status, 201);
   });
 
+  it('Prefer: return=minimal answers {id, state} with Preference-Applied, a repeat under its key too; a bad Prefer is a 400 naming it and stores nothing', async () => {
+    const counts = async () => Object.values((await c.api.req('GET', '/v1/stats/counts')).body.counts as Record<string, number>).reduce((a, b) => a + b, 0);
+    const before = await counts();
+    const now = await post(c, { name: 'pref-now', command: 'true' }, { prefer: 'respond-async, return=minimal' });
+    const later = await post(c, { name: 'pref-later', command: 'true', delay: '1h' }, { prefer: 'RETURN="minimal"' });
+    for (const r of [now, later]) {
+      assert.equal(r.status, 201, JSON.stringify(r.body));
+      assert.equal(r.headers['preference-applied'], 'return=minimal');
+      assert.deepEqual(Object.keys(r.body), ['task']);
+      assert.deepEqual(Object.keys(r.body.task).sort(), ['id', 'state']);
+    }
+    assert.deepEqual([now.body.task.state, later.body.task.state], ['waiting', 'ready']);
+    const stored = await c.api.req('GET', `/v1/tasks/${later.body.task.id}`);
+    assert.deepEqual([stored.body.task.name, stored.body.task.state], ['pref-later', 'ready']);
+    assert.equal(await counts(), before + 2);
+
+    // A repeat under an Idempotency-Key answers in the shape asked for, with the task the key made.
+    const key = { 'idempotency-key': 'pref-key' };
+    const first = await post(c, { name: 'pref-key', command: 'true' }, { ...key, prefer: 'return=minimal' });
+    const again = await post(c, { name: 'pref-key', command: 'true' }, { ...key, prefer: 'return=minimal' });
+    const full = await post(c, { name: 'pref-key', command: 'true' }, { ...key, prefer: 'return=representation' });
+    assert.deepEqual([first.status, again.status, full.status], [201, 200, 200]);
+    assert.deepEqual(again.body, first.body);
+    assert.deepEqual([full.body.task.id, full.body.task.name, full.headers['preference-applied']], [first.body.task.id, 'pref-key', 'return=representation']);
+
+    // No Prefer, or one without return: the whole task, no Preference-Applied.
+    for (const headers of [{}, { prefer: 'wait=10' }] as Array<Record<string, string>>) {
+      const plain = await post(c, { name: 'pref-plain', command: 'true' }, headers);
+      assert.equal(plain.status, 201);
+      assert.equal(plain.body.task.name, 'pref-plain');
+      assert.equal(plain.headers['preference-applied'], undefined);
+    }
+    const mid = await counts();
+    for (const prefer of ['return=full', 'return', `wait=1, ${'x'.repeat(1100)}`]) {
+      const bad = await post(c, { name: 'pref-bad', command: 'true' }, { prefer });
+      assert.equal(bad.status, 400, JSON.stringify(bad.body));
+      assert.equal(bad.body.error.field, 'Prefer', JSON.stringify(bad.body));
+    }
+    assert.equal(await counts(), mid);
+    assert.equal((await c.api.req('GET', '/v1/tasks?name=pref-bad')).body.tasks.length, 0);
+  });
+
   it('the OpenAPI document describes the header, the 200 replay and the 409', async () => {
     const doc = (await c.api.req('GET', '/openapi.json')).body;
     const op = doc.paths['/v1/tasks'].post;
     const header = op.parameters.find((p: any) => p.in === 'header' && p.name.toLowerCase() === 'idempotency-key');
     assert.ok(header, JSON.stringify(op.parameters));
     assert.equal(header.schema.maxLength, 255);
+    assert.ok(op.parameters.some((p: any) => p.in === 'header' && p.name === 'prefer' && /return=minimal/.test(p.description)), 'Prefer is documented');
     assert.ok(op.responses['200'] && op.responses['201'] && op.responses['409']);
     assert.ok(op.requestBody.content['application/json'].schema.properties.requires);
   });

@@ -31,7 +31,7 @@ import { principalOf } from '../auth.js';
 import type { AppContext } from '../context.js';
 import { describeValidation } from '../error-handler.js';
 import { returnPreference } from '../prefer.js';
-import { ErrorSchema, SubmitBody, SubmitHeaders, TaskSchema } from '../schemas.js';
+import { ErrorSchema, SubmitBody, SubmitPreferHeaders, TaskSchema } from '../schemas.js';
 import { taskJson } from '../serialize.js';
 import { requestHash, toRunAfter, toTaskSpec } from '../task-input.js';
 
@@ -55,21 +55,6 @@ export type BatchSubmitBody = Static<typeof BatchSubmitBody>;
 
 const TasksEnvelope = Type.Object({ tasks: Type.Array(TaskSchema) });
 
-/** The headers of this route: POST /v1/tasks's, and Prefer (read by the handler: prefer.ts checks it). */
-export const BatchSubmitHeaders = Type.Composite([
-  SubmitHeaders,
-  Type.Object({
-    prefer: Type.Optional(
-      Type.String({
-        description:
-          'RFC 7240. "return=minimal": each task is answered as {id, state} only (the same envelope, in input order; Preference-Applied: return=minimal). ' +
-          '"return=representation" (the default): whole tasks. Other preferences are ignored; a return of another value is a 400 (field "Prefer").',
-      }),
-    ),
-  }),
-]);
-export type BatchSubmitHeaders = Static<typeof BatchSubmitHeaders>;
-
 /** "tasks.3.args.0" → "tasks[3].args.0": the item named by its index, its field as POST /v1/tasks names it. */
 export function itemField(field: string): string {
   return field.replace(/^tasks\.(\d+)(?=\.|$)/, 'tasks[$1]');
@@ -78,7 +63,7 @@ export function itemField(field: string): string {
 export function taskBatchRoutes(app: FastifyInstance, ctx: AppContext): void {
   const { store, clock } = ctx;
 
-  app.post<{ Body: BatchSubmitBody; Headers: BatchSubmitHeaders }>(
+  app.post<{ Body: BatchSubmitBody; Headers: SubmitPreferHeaders }>(
     '/v1/tasks/batch',
     {
       // The same people as POST /v1/tasks (admins and users, never worker tokens).
@@ -95,7 +80,7 @@ export function taskBatchRoutes(app: FastifyInstance, ctx: AppContext): void {
           `Body limit ${BATCH_BODY_LIMIT / (1024 * 1024)} MiB (413 beyond). With an Idempotency-Key header the batch can be repeated safely: ` +
           '201 when this request created the tasks, 200 with the same tasks when the key (per user) was seen before with the same body, ' +
           '409 when it was seen with a different body.',
-        headers: BatchSubmitHeaders,
+        headers: SubmitPreferHeaders,
         body: BatchSubmitBody,
         response: {
           201: { description: 'Created, in input order (with Prefer: return=minimal each item is only {id, state})', ...TasksEnvelope },

@@ -8,10 +8,11 @@ import { isTerminal } from '../../core/task-state.js';
 import type { Task } from '../../core/task.js';
 import { principalOf, type Principal } from '../auth.js';
 import type { AppContext } from '../context.js';
-import { ListQuery, LogsQuery, SubmitBody, SubmitHeaders, TaskIdParams, TaskSchema, TaskSummarySchema, AttemptSchema, EventSchema, ErrorSchema } from '../schemas.js';
+import { ListQuery, LogsQuery, SubmitBody, SubmitHeaders, SubmitPreferHeaders, TaskIdParams, TaskSchema, TaskSummarySchema, AttemptSchema, EventSchema, ErrorSchema } from '../schemas.js';
 import { attemptJson, eventJson, taskJson, taskSummaryJson } from '../serialize.js';
 import { requestHash, toRunAfter, toTaskSpec } from '../task-input.js';
 import { specOf } from '../rerun.js';
+import { returnPreference } from '../prefer.js';
 import { createAndDispatch } from '../submit-dispatch.js';
 import { namedSchedule } from './schedules.js';
 
@@ -46,7 +47,7 @@ export function taskRoutes(app: FastifyInstance, ctx: AppContext): void {
   const { store, clock } = ctx;
   const user = principalOf;
 
-  app.post<{ Body: SubmitBody; Headers: SubmitHeaders }>(
+  app.post<{ Body: SubmitBody; Headers: SubmitPreferHeaders }>(
     '/v1/tasks',
     {
       config: people,
@@ -56,12 +57,13 @@ export function taskRoutes(app: FastifyInstance, ctx: AppContext): void {
         description:
           'With runAt or delay the task is created `ready` and released to `waiting` when that time comes (a past runAt runs now). ' +
           'With an Idempotency-Key header the submit can be repeated safely: 201 when this request created the task, ' +
-          '200 with the same task when the key (per user) was seen before with the same body, 409 when it was seen with a different body.',
-        headers: SubmitHeaders,
+          '200 with the same task when the key (per user) was seen before with the same body, 409 when it was seen with a different body. ' +
+          'With Prefer: return=minimal the task is answered as {id, state} only.',
+        headers: SubmitPreferHeaders,
         body: SubmitBody,
         response: {
-          201: { description: 'Created', ...TaskEnvelope },
-          200: { description: 'A repeat of an earlier submit with the same Idempotency-Key and body: the task it created', ...TaskEnvelope },
+          201: { description: 'Created (with Prefer: return=minimal the task is only {id, state})', ...TaskEnvelope },
+          200: { description: 'A repeat of an earlier submit with the same Idempotency-Key and body: the task it created (with Prefer: return=minimal, {id, state})', ...TaskEnvelope },
           ...errors,
         },
       },
@@ -69,6 +71,8 @@ export function taskRoutes(app: FastifyInstance, ctx: AppContext): void {
     async (req, reply) => {
       const p = user(req);
       const spec = toTaskSpec(req.body);
+      // Checked before anything is stored: a bad Prefer changes nothing.
+      const preference = returnPreference(req.headers.prefer);
       const now = clock.now();
       const runAfter = toRunAfter(req.body, now);
       const key = req.headers['idempotency-key'];
@@ -86,7 +90,13 @@ export function taskRoutes(app: FastifyInstance, ctx: AppContext): void {
         }
         throw err;
       }
-      return reply.code(res.created ? 201 : 200).send({ task: taskJson(res.task, p.user) });
+      reply.code(res.created ? 201 : 200);
+      if (preference !== null) reply.header('preference-applied', `return=${preference}`);
+      if (preference === 'minimal') {
+        // Not the route's response schema (a whole task): serialized as it is. The wire type is the client's MinimalTask.
+        return reply.serializer(JSON.stringify).send({ task: { id: res.task.id, state: res.task.state } });
+      }
+      return reply.send({ task: taskJson(res.task, p.user) });
     },
   );
 
