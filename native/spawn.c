@@ -232,10 +232,10 @@ static void kill_and_reap(pid_t pid) {
  * thread is suspended until the child's execve (CLONE_VFORK): 0.6 ms on
  * average here when the machine is busy (2 ms in the agent's profile),
  * during which the agent's event loop would stand still (inline is for a
- * caller whose loop has nothing else to do). Not on libuv's threadpool either: spawns held its 4 threads and the
- * work dirs' fs calls queued behind them (measured, 1,000 attempts through
- * the runner at 8 in flight: 435-459/s with the default pool, 652-765/s with
- * UV_THREADPOOL_SIZE=8).
+ * caller whose loop has nothing else to do). Not on libuv's threadpool
+ * either: spawns held its 4 threads and the work dirs' fs calls queued
+ * behind them (measured, 1,000 attempts through the runner at 8 in flight:
+ * 435-459/s with the default pool, 652-765/s with UV_THREADPOOL_SIZE=8).
  */
 static void do_spawn(req_t *r) {
   int out[2] = {-1, -1}, err[2] = {-1, -1};
