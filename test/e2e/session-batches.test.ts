@@ -11,6 +11,8 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import pg from 'pg';
+import { danglingRows } from '../support/pg-integrity.js';
 import { createTestDatabase, PG_SKIP_REASON, requirePostgres, type TestDatabase } from '../support/postgres.js';
 import { FakeAgent } from './fake-agent.js';
 import { startCluster, type Cluster } from './harness.js';
@@ -79,5 +81,24 @@ for (const store of ['sqlite', 'postgres'] as const) {
         f.close();
       }
     });
+
+    if (store === 'postgres') {
+      it('leaves every attempt and event with its task and each task its own current attempt (no foreign keys check it on PostgreSQL)', async () => {
+        assert.deepEqual(await danglingRows(db!.url), { attempts: 0, events: 0, currentAttempts: 0 });
+        const n = await sqlCount(db!.url);
+        assert.deepEqual(n, { attempts: N, events: 4 * N }, 'the check looked at the rows this test wrote');
+      });
+    }
   });
+}
+
+/** Attempts and events in the database: what danglingRows just checked. */
+async function sqlCount(url: string): Promise<{ attempts: number; events: number }> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    return (await c.query<{ attempts: number; events: number }>('SELECT (SELECT count(*) FROM attempts)::int AS attempts, (SELECT count(*) FROM task_events)::int AS events')).rows[0]!;
+  } finally {
+    await c.end();
+  }
 }

@@ -17,6 +17,7 @@ import { isUniqueViolation, mapPgError } from '../../src/store/postgres/pg-error
 import { DB_NOW_MS } from '../../src/store/postgres/sql.js';
 import { openPostgresStore, type PostgresStore, type PostgresStoreOptions } from '../../src/store/postgres/postgres-store.js';
 import type { Claim, Store } from '../../src/store/store.js';
+import { assertNoDanglingRows, danglingRows } from '../support/pg-integrity.js';
 import { createTestDatabase, dropAllTestDatabases, listTestDatabases, PG_SKIP_REASON, pgTestUrl, requirePostgres, type TestDatabase } from '../support/postgres.js';
 import { makeSpec, runStoreContract } from './contract.js';
 import { Recorder, runSignalContract } from './contract-signals.js';
@@ -38,7 +39,13 @@ after(async () => {
 /** The database URL of each store openFresh made (for ContractHooks.sibling). */
 const urls = new WeakMap<Store, string>();
 
-/** A store on a fresh migrated database; closing it drops the database. */
+/**
+ * A store on a fresh migrated database; closing it checks the references the
+ * schema does not enforce (pg-integrity.ts: migration 15 dropped their foreign
+ * keys), then drops the database. So every test that opens its store here,
+ * the whole contract among them, fails if its writes left an attempt or an
+ * event without its task, or a task's current attempt not its own.
+ */
 async function openFresh(opts: PostgresStoreOptions = {}): Promise<PostgresStore> {
   const db = await createTestDatabase();
   const store = openPostgresStore(db.url, { poolSize: 4, ...opts });
@@ -47,6 +54,7 @@ async function openFresh(opts: PostgresStoreOptions = {}): Promise<PostgresStore
   store.close = async () => {
     try {
       await close();
+      await assertNoDanglingRows(db.url);
     } finally {
       await db.drop();
     }
@@ -138,6 +146,34 @@ describe('PostgreSQL store', { skip: PG ? false : PG_SKIP_REASON }, () => {
           await Promise.all(stores.map((s) => s.close()));
         }
       }, false);
+    });
+
+    it('has no foreign keys from attempts and events to tasks or from a task to its attempt (migration 15); the integrity check finds each kind of dangling row', async () => {
+      await withDb(async (db) => {
+        const keys = await sql<{ conname: string }>(db.url, "SELECT conname FROM pg_constraint WHERE contype = 'f' AND conrelid IN ('tasks'::regclass, 'attempts'::regclass, 'task_events'::regclass, 'log_chunks'::regclass) ORDER BY conname");
+        assert.deepEqual(keys.map((k) => k.conname), ['log_chunks_task_id_fkey']);
+        const store = openPostgresStore(db.url, { poolSize: 2 });
+        try {
+          const a = (await store.createTask(newTaskId(T0), 'alice', makeSpec(), 'user:alice', T0)).task;
+          const b = (await store.createTask(newTaskId(T0 + 1), 'alice', makeSpec(), 'user:alice', T0 + 1)).task;
+          const claimA = await store.claimNext(W1, T0 + 2, LEASE);
+          const claimB = await store.claimNext(W1, T0 + 3, LEASE);
+          assert.deepEqual([claimA?.task.id, claimB?.task.id], [a.id, b.id]);
+          assert.deepEqual(await danglingRows(db.url), { attempts: 0, events: 0, currentAttempts: 0 });
+          await assertNoDanglingRows(db.url);
+
+          await sql(db.url, "INSERT INTO task_events (task_id, from_state, to_state, reason, actor, at) VALUES ('no-such-task', 'waiting', 'running', 'claimed', 'test', 0)");
+          assert.deepEqual(await danglingRows(db.url), { attempts: 0, events: 1, currentAttempts: 0 });
+          await sql(db.url, "INSERT INTO attempts (task_id, number, worker_id, fencing_token, state, started_at, lease_expires_at) VALUES ('no-such-task', 1, 'w1', $1, 'running', 0, 0)", [randomBytes(16).toString('hex')]);
+          assert.deepEqual(await danglingRows(db.url), { attempts: 1, events: 1, currentAttempts: 0 });
+          // A current attempt that exists but is another task's: the dropped key would not have caught it; the check does.
+          await sql(db.url, 'UPDATE tasks SET current_attempt_id = $1 WHERE id = $2', [claimB!.attempt.id, a.id]);
+          assert.deepEqual(await danglingRows(db.url), { attempts: 1, events: 1, currentAttempts: 1 });
+          await assert.rejects(assertNoDanglingRows(db.url), /dangling references left in the database: \{"attempts":1,"events":1,"currentAttempts":1\}/);
+        } finally {
+          await store.close();
+        }
+      });
     });
 
     it('plans named reads per execution (no generic plan for the task list) and lets named writes keep a generic plan, on one connection', async () => {

@@ -32,8 +32,8 @@ import { isUniqueViolation } from './pg-errors.js';
  * rounds of 1,000-task batches (parameters built, statement, commit), arrays
  * median 85-87 ms, JSON median 107-117 ms. EXPLAIN ANALYZE of this statement
  * (1,000 tasks, schema v5): tasks insert 11 ms, events insert 6 ms plus 7 ms
- * of their foreign-key checks, the insert trigger 3 ms; with the v4 row
- * trigger that trigger alone was 82-116 ms.
+ * of their foreign-key checks (gone since schema v15: migrations.ts), the
+ * insert trigger 3 ms; with the v4 row trigger that trigger alone was 82-116 ms.
  *
  * Two forms, one text otherwise: `submit` (createTasks) skips an item whose
  * (owner, idempotency key) is taken and returns how many it inserted; `slots`

@@ -20,8 +20,8 @@
  *     serializes the appends of one attempt so log ids are committed in order;
  *     renewLeases locks attempt rows only, in id order (it changes no state);
  *   - NO KEY UPDATE rather than UPDATE: the foreign-key checks of inserts that
- *     reference the row (events, attempts, log chunks) take KEY SHARE locks,
- *     which NO KEY UPDATE does not block.
+ *     reference the row take KEY SHARE locks, which NO KEY UPDATE does not
+ *     block (log chunks since schema v15; events and attempts had them before).
  * Leases use the database's clock, never the caller's `now` (sql.ts DB_NOW_MS).
  * Signals: `cancel` and `drain` are NOTIFYed inside the changing transaction,
  * the hints right after its COMMIT (db.ts).

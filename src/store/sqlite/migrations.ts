@@ -543,6 +543,16 @@ CREATE INDEX tasks_ended ON tasks (state, updated_at, id) WHERE (state = 'failed
 CREATE INDEX tasks_owner_ended ON tasks (owner, state, updated_at, id) WHERE (state = 'failed' OR state = 'cancelled') AND updated_at >= 0;
 `,
   },
+  {
+    version: 15,
+    name: 'foreign keys kept (PostgreSQL drops those of attempts and task_events in its version 15)',
+    // Nothing to change here: same tables and columns as PostgreSQL's version 15. There each
+    // foreign-key check locked the referenced row (a tuple write and a WAL record); SQLite's is
+    // a primary-key probe under the one write lock it already holds. Measured (issue 9,
+    // 2026-12-05): a 20,000-task no-op drain with foreign_keys off, three pairs alternating,
+    // 3,543-4,054/s against 3,732-4,334/s with them on: no difference, so they stay enforced.
+    sql: '',
+  },
 ];
 
 /** The schema version this code writes. */
