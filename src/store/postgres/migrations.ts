@@ -671,7 +671,7 @@ CREATE INDEX tasks_owner_ended ON tasks (owner, state, updated_at, id) WHERE (st
 -- tasks' current attempt. Each is a primary-key probe that also locks the referenced row
 -- FOR KEY SHARE, which writes that tuple and a WAL record. Without them, alternating runs on
 -- one machine: a 20,000-task no-op drain (one 10-slot agent) median 2,102 -> 2,232/s (seven
--- pairs, six won) and 2,982 -> 3,232/s with --prefetch 20 (seven pairs, five won); 1,000-task
+-- pairs, six won) and 2,982 -> 3,232/s with --prefetch 20 (seven pairs, four won); 1,000-task
 -- batch submits 18,739-23,110 -> 25,983-29,486 tasks/s (four pairs, all won); sequential
 -- single submits no different (944-1,190 against 1,066-1,249/s).
 --
