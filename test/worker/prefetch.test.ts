@@ -182,4 +182,28 @@ describe('agent prefetch', { timeout: 30_000 }, () => {
       assert.deepEqual(hello.running.filter((r) => queued.some((a) => a.attemptId === r.attemptId)), [], 'no longer listed as its own');
     }, { heartbeatMs: 200, leaseMs: 1_500 });
   });
+
+  it('self-fencing drops queued attempts whose leases were confirmed later too: the slot the fenced one frees is not taken', async () => {
+    await withAgent({ slots: 1, prefetch: 2, killGraceMs: 300 }, async ({ conn, server }) => {
+      // No heartbeat is confirmed from here on: each lease stands from its assignment's arrival.
+      conn.answerHeartbeats = false;
+      const running = attempt({ args: ['100'] });
+      conn.send({ type: 'assign', attempt: running });
+      await conn.next('started', (m) => m.attemptId === running.attemptId);
+      // The queued ones arrive later, so their own self-fencing times come after the running one's; the
+      // gap is what is under test (the agent's clock is the wall clock), so it is made, not awaited.
+      await new Promise((r) => setTimeout(r, 80));
+      const queued = [attempt(), attempt()];
+      for (const a of queued) conn.send({ type: 'assign', attempt: a });
+      const next = await server.nextConnection();
+      const hello = await next.welcome();
+      const killed = new Map((hello.killed ?? []).map((k) => [k.attemptId, k]));
+      assert.match(killed.get(running.attemptId)?.reason ?? '', /stopped by the agent before it could expire \(self-fencing\)/);
+      for (const a of queued) {
+        assert.match(killed.get(a.attemptId)?.reason ?? '', /dropped by the agent before it started \(self-fencing\)/, `queued attempt ${a.attemptId}`);
+        assert.equal(of(conn, 'started', a.attemptId), -1, 'never started on the old connection');
+        assert.equal(of(next, 'started', a.attemptId), -1, 'nor on the new one');
+      }
+    }, { heartbeatMs: 200, leaseMs: 1_500 });
+  });
 });
