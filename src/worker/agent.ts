@@ -786,10 +786,10 @@ class WorkerAgent implements Agent {
     // moment, on a connection about to be dropped for want of confirmations, only to be fenced in turn
     // (CI saw it once: test/worker/prefetch.test.ts). Dropped, it is reported lost and runs again
     // elsewhere; dropping it a heartbeat early is the safe side.
-    const all = fenced > 0;
+    const dropAll = fenced > 0;
     for (const q of this.queued.values()) {
       const unconfirmedMs = Math.round(now - q.leaseConfirmedAt);
-      if (!all && selfFencePlan(q.leaseConfirmedAt, this.leaseMs, this.runner.killGraceMs).stopAt > now + 1) continue;
+      if (!dropAll && selfFencePlan(q.leaseConfirmedAt, this.leaseMs, this.runner.killGraceMs).stopAt > now + 1) continue;
       this.queued.take(q.attempt.attemptId);
       const reason = `no server confirmed the lease for ${humanMs(unconfirmedMs)} (lease ${humanMs(this.leaseMs)}): dropped by the agent before it started (self-fencing)`;
       this.log.warn({ attemptId: q.attempt.attemptId, unconfirmedMs, leaseMs: this.leaseMs }, 'lease renewal not confirmed in time; dropping the queued attempt (self-fencing)');

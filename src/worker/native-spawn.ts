@@ -182,9 +182,10 @@ const errnoNames = new Map<number, string>(Object.entries(osConstants.errno).map
  * (process starts, 8 at a time) mostly start on the threads: one of their
  * processes is usually running. With `/bin/true` in a fast hour for fork
  * their count does fall to 0 between starts at times (a CPU profile showed
- * inline starts); forcing the threads there (2,000 `/bin/true`, one 8-slot
- * agent, three pairs alternating, 2026-12-05 about 04:20 UTC) gave 818, 755 and
- * 767/s against 751, 686 and 808/s as is: nothing the spread can tell apart.
+ * inline starts); forcing the threads there (2,000 `/bin/true`, one
+ * 8-slot agent, three pairs alternating, 2026-12-05 about 04:20 UTC) gave
+ * 818, 755 and 767/s against 751, 686 and 808/s as is: nothing the spread
+ * can tell apart.
  */
 export type NativeStarts = 'idle' | 'threads';
 
