@@ -159,9 +159,12 @@ export class Db {
    * together, in one statement, off the writers' path: a write does not wait
    * for its hint, and a burst of submits costs one NOTIFY statement, not one
    * each. That statement is its own implicit transaction, which writes nothing
-   * durable, so it does not wait for a WAL flush either.
+   * durable, so it does not wait for a WAL flush either. None goes out while
+   * no other store listens (signal-peers.ts): this server's own listeners had
+   * them at commit.
    */
   private sendHints(signals: StoreSignal[]): void {
+    if (!this.hub.needsHints()) return;
     for (const p of uniquePayloads(signals)) this.hints.add(p);
     if (this.hintsScheduled) return;
     this.hintsScheduled = true;

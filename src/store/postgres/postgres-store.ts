@@ -65,6 +65,9 @@ export interface PostgresStoreOptions {
   statementTimeoutMs?: number;
   /** How often the idle LISTEN connection is checked, to notice one that died silently (default 30000 ms). */
   listenPingMs?: number;
+  /** How often this store NOTIFYs its presence and how long a silent peer counts (signal-peers.ts; defaults 5 s and 20 s; tests shorten them). */
+  presenceMs?: number;
+  peerTtlMs?: number;
   /** Errors of idle or LISTEN connections, which no call is waiting for (e.g. to log them). */
   onError?: (err: unknown, where: 'pool' | 'listen') => void;
 }
@@ -98,6 +101,8 @@ export function openPostgresStore(url: string, opts: PostgresStoreOptions = {}):
   const hub = new SignalHub({
     client: { ...client, query_timeout: 10_000 },
     pingMs: opts.listenPingMs ?? 30_000,
+    ...(opts.presenceMs !== undefined ? { presenceMs: opts.presenceMs } : {}),
+    ...(opts.peerTtlMs !== undefined ? { peerTtlMs: opts.peerTtlMs } : {}),
     onError: (err) => opts.onError?.(err, 'listen'),
   });
   return new PostgresStore(pool, hub, poolSize);
@@ -141,6 +146,11 @@ export class PostgresStore implements Store {
   /** Resolves once this store is LISTENing (starts the LISTEN connection if needed). For tests and readiness checks. */
   whenListening(): Promise<void> {
     return this.hub.whenListening();
+  }
+
+  /** How many other stores this one has heard LISTENing lately (signal-peers.ts); 0 also while it does not listen. */
+  signalPeers(): number {
+    return this.hub.peerCount();
   }
 
   /** See migrations.ts applyMigrations: once, under an advisory lock, however many servers start together. */

@@ -16,9 +16,14 @@
  * `{ kind: 'wake' }` goes to the listeners, because notifications sent while
  * it was down are lost (likewise when the very first LISTEN needed retries). A periodic `SELECT 1` on the connection notices a
  * connection that died without closing (no FIN, e.g. a network partition).
+ *
+ * Peers: the LISTEN connection also carries each store's presence
+ * (signal-peers.ts), so a store knows whether any other one listens and db.ts
+ * can skip the hints when none does.
  */
 import pg from 'pg';
 import type { StoreSignal } from '../store.js';
+import { PEER_TTL_MS, PRESENCE_MS, PRESENCE_PAYLOAD, presenceFromPayload, SignalPeers, type Presence } from './signal-peers.js';
 
 export const SIGNAL_CHANNEL = 'drover_signals';
 
@@ -55,8 +60,13 @@ export interface SignalHubOptions {
   client: pg.ClientConfig;
   /** How often the idle LISTEN connection is checked with `SELECT 1`. */
   pingMs?: number;
+  /** How often this store says it is there, and how long a silent peer counts (signal-peers.ts; tests shorten them). */
+  presenceMs?: number;
+  peerTtlMs?: number;
   onError?: (err: unknown) => void;
 }
+
+const PRESENCE_SQL = 'SELECT pg_notify($1, $2)';
 
 export class SignalHub {
   private readonly listeners = new Set<(s: StoreSignal) => void>();
@@ -68,6 +78,8 @@ export class SignalHub {
   private backoffMs = BACKOFF_FIRST_MS;
   private retryTimer: NodeJS.Timeout | null = null;
   private pingTimer: NodeJS.Timeout | null = null;
+  private presenceTimer: NodeJS.Timeout | null = null;
+  private readonly peers: SignalPeers;
   private pinging = false;
   /** Settles when the first connection attempt has succeeded or failed. */
   private firstAttempt: Promise<void> = Promise.resolve();
@@ -75,7 +87,35 @@ export class SignalHub {
   /** Queries on the LISTEN connection run one after another. */
   private queue: Promise<void> = Promise.resolve();
 
-  constructor(private readonly opts: SignalHubOptions) {}
+  constructor(private readonly opts: SignalHubOptions) {
+    this.peers = new SignalPeers(opts.peerTtlMs ?? PEER_TTL_MS);
+  }
+
+  /**
+   * Whether a hint (wake, task) should go out on the channel: when another
+   * store listens, and whenever this one is not LISTENing (it cannot know).
+   */
+  needsHints(): boolean {
+    return !this.listening || this.peers.any(Date.now());
+  }
+
+  /** The other stores heard from lately (diagnostics and tests). */
+  peerCount(): number {
+    return this.peers.count(Date.now());
+  }
+
+  /** NOTIFYs this store's presence on the LISTEN connection, after whatever is queued there. */
+  private sendPresence(client: pg.Client, state: Presence): Promise<void> {
+    this.queue = this.queue.then(() =>
+      client.query(PRESENCE_SQL, [SIGNAL_CHANNEL, PRESENCE_PAYLOAD[state]]).then(
+        () => {},
+        () => {
+          // A broken connection is noticed by its own error handler or the ping; the next connect says `here` again.
+        },
+      ),
+    );
+    return this.queue;
+  }
 
   /**
    * Runs a NOTIFY statement on the LISTEN connection when it is up: it is
@@ -147,6 +187,11 @@ export class SignalHub {
       // echo would only hand every listener each of this server's hints twice.
       // `cancel` and `drain` are sent from pool connections, so they still arrive.
       if (n.processId === (client as unknown as { processID: number | null }).processID) return;
+      const presence = presenceFromPayload(n.payload);
+      if (presence) {
+        if (this.peers.heard(n.processId, presence, Date.now()) && this.client === client) void this.sendPresence(client, 'here');
+        return;
+      }
       const sig = signalFromPayload(n.payload);
       if (sig) this.dispatch(sig);
     });
@@ -168,6 +213,9 @@ export class SignalHub {
     this.pinging = false;
     this.pingTimer = setInterval(() => this.ping(client), this.opts.pingMs ?? 30_000);
     this.pingTimer.unref();
+    void this.sendPresence(client, 'here');
+    this.presenceTimer = setInterval(() => void this.sendPresence(client, 'here'), this.opts.presenceMs ?? PRESENCE_MS);
+    this.presenceTimer.unref();
     for (const w of this.listeningWaiters.splice(0)) w();
     // Whatever was notified while the connection was down is lost: make everyone re-read.
     if (missedSome) this.dispatch({ kind: 'wake' });
@@ -190,6 +238,8 @@ export class SignalHub {
     this.client = null;
     if (this.pingTimer) clearInterval(this.pingTimer);
     this.pingTimer = null;
+    if (this.presenceTimer) clearInterval(this.presenceTimer);
+    this.presenceTimer = null;
     client.removeAllListeners();
     client.on('error', () => {}); // a late error from the dead connection must not crash the process
     client.end().catch(() => {});
@@ -225,10 +275,13 @@ export class SignalHub {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    const wasListening = this.listening;
     if (this.retryTimer) clearTimeout(this.retryTimer);
     if (this.pingTimer) clearInterval(this.pingTimer);
+    if (this.presenceTimer) clearInterval(this.presenceTimer);
     this.retryTimer = null;
     this.pingTimer = null;
+    this.presenceTimer = null;
     for (const w of this.listeningWaiters.splice(0)) w();
     const client = this.client;
     this.client = null;
@@ -236,7 +289,9 @@ export class SignalHub {
     if (client) {
       client.removeAllListeners();
       client.on('error', () => {});
-      // end() waits for the server to close the socket; do not let a dead network hold close() up.
+      // Tells the peers at once that this store stops listening (else they count it until PEER_TTL_MS).
+      // end() waits for the server to close the socket; a dead network must hold neither up.
+      if (wasListening) await Promise.race([this.sendPresence(client, 'bye'), new Promise<void>((r) => setTimeout(r, 200).unref())]);
       await Promise.race([client.end().catch(() => {}), new Promise<void>((r) => setTimeout(r, 1000).unref())]);
     }
   }
