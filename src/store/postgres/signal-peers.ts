@@ -23,7 +23,10 @@
  * its `here` arrives) and a peer whose presence stopped arriving are covered
  * by the scheduler's one-second sweep and the followers' one-second poll,
  * exactly as a lost NOTIFY is today. A store whose LISTEN connection is down
- * does not know its peers and sends every hint (db.ts).
+ * does not know its peers and sends every hint (db.ts). During a rolling
+ * upgrade, a server of a version before this protocol never says `here`: a
+ * newer one beside it sends it no hints, and its dispatch waits for its sweep
+ * (up to a second) until it is upgraded too.
  */
 
 /** How often a listening store says it is there. */
