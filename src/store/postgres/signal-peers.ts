@@ -7,9 +7,11 @@
  * commit (deliverLocally). A server alone on its database sends them to
  * nobody, yet each costs a statement on the LISTEN connection and work in
  * PostgreSQL. Measured (issue 9, 2,000 sequential awaited submits to one
- * server on PostgreSQL, builds alternating, three pairs, 2026-12-05 06:10
- * UTC): 538, 470 and 543/s sending them, 613, 528 and 592/s not (p50 1.51,
- * 1.71, 1.47 ms against 1.34, 1.57, 1.38 ms).
+ * server on PostgreSQL, builds alternating, three pairs, 2026-12-05 06:00-06:25
+ * UTC): with the hints cut out of the build before, 538, 470 and 543/s
+ * sending them against 613, 528 and 592/s not; this protocol against that
+ * build, 585, 560 and 574/s before against 608, 631 and 633/s (p50 1.40,
+ * 1.43, 1.48 ms against 1.35, 1.34, 1.33 ms).
  *
  * The protocol: every listening store NOTIFYs `{"kind":"peer","state":"here"}`
  * on the LISTEN connection when LISTEN starts (and after each reconnect) and
@@ -31,7 +33,7 @@
 
 /** How often a listening store says it is there. */
 export const PRESENCE_MS = 5_000;
-/** A peer silent this long is gone (three periods and then some: a busy peer's NOTIFY may queue behind its writes). */
+/** A peer silent this long is gone: four periods, as a busy peer's NOTIFY may queue behind its other statements. */
 export const PEER_TTL_MS = 4 * PRESENCE_MS;
 
 export type Presence = 'here' | 'bye';
