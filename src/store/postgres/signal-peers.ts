@@ -76,24 +76,23 @@ export class SignalPeers {
     return !known;
   }
 
-  /** Whether any peer is live at `now` (forgets the expired ones). */
+  /** Whether any peer is live at `now`. */
   any(now: number): boolean {
-    for (const [pid, at] of this.lastHere) {
-      if (now - at < this.ttlMs) return true;
-      this.lastHere.delete(pid);
-    }
-    return false;
+    return this.count(now) > 0;
   }
 
-  /** The live peers at `now` (for diagnostics and tests). */
+  /** The live peers at `now`; forgets the expired ones. */
   count(now: number): number {
-    let n = 0;
-    for (const at of this.lastHere.values()) if (now - at < this.ttlMs) n++;
-    return n;
+    for (const [pid, at] of this.lastHere) if (!this.live(at, now)) this.lastHere.delete(pid);
+    return this.lastHere.size;
   }
 
   private isLive(pid: number, now: number): boolean {
     const at = this.lastHere.get(pid);
-    return at !== undefined && now - at < this.ttlMs;
+    return at !== undefined && this.live(at, now);
+  }
+
+  private live(at: number, now: number): boolean {
+    return now - at < this.ttlMs;
   }
 }
