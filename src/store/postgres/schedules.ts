@@ -20,6 +20,16 @@
  *      store racing on a fresh row) cannot make a second task for a slot;
  *   4. the run records of the batch in one statement ON CONFLICT DO NOTHING,
  *      and the schedules' advance in one UPDATE ... FROM unnest.
+ * test/store/postgres-fire-lock-order.test.ts holds 1 before 2.
+ *
+ * Tried and left out (issue 9, 2026-12-05): 1 and 2 as one statement (the
+ * lease check a CTE read by a one-time EXISTS filter) and 4 as one (the
+ * advance reading the records' RETURNING), 5 round trips a batch instead of
+ * 7 (BEGIN and COMMIT included). `measure-cron-pass.js --measure 10000 3 postgres`, four pairs
+ * alternating: passes 887-1,350 ms (median 1,062) as is, 964-1,164 ms
+ * (median 1,033) with it: within the spread. The pass is bound by the
+ * database's CPU (the task insert alone 37 ms of a batch's ~74), not by
+ * round trips.
  */
 import { ConflictError } from '../../core/errors.js';
 import type { TaskState } from '../../core/task-state.js';
