@@ -76,7 +76,8 @@ const SECTIONS: Record<string, Section> = {
 };
 const DEFAULT = ['drain', 'submit', 'latency', 'process', 'memory', 'scale-out', 'startup', 'dag', 'cron'];
 /**
- * `--quick` without --sections: the sections that fit its two minutes (87 s on 2026-12-02). dag (50 s
+ * `--quick` without --sections: the sections that fit its two minutes (81 s, 88 s with the build, on
+ * 2026-12-05, once the server's idle memory reading was left to the full run). dag (50 s
  * even at its smallest) and cron (it waits for minute boundaries: about 2.5 minutes) run with
  * `--quick --sections=dag,cron`.
  */

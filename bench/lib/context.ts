@@ -30,6 +30,8 @@ export interface Sizes {
   spawnP: number;
   /** Tasks through the server before its memory is read. */
   memN: number;
+  /** Seconds from the end of that drain to the server's second (idle) reading; 0: one reading only (--quick: the wait was a third of its run). */
+  serverSettleS: number;
   /** Seconds between the agent's two memory readings (memory.ts); 0: one reading only (--quick, whose two minutes it would not fit). */
   agentLaterS: number;
   /** Tasks per scale-out drain, and the server counts to try. */
@@ -45,8 +47,8 @@ export interface Sizes {
   cronSecondRuns: number;
 }
 
-export const FULL: Sizes = { drainN: 20_000, drainSlots: 10, submitN: 2_000, warmUp: 3_000, batchN: 20_000, latencyN: 200, latencyWarm: 20, spawnN: 2_000, spawnP: 8, memN: 100_000, agentLaterS: 15, scaleN: 20_000, scaleServers: [1, 2, 3], dagRuns: 3, dagApplies: 5, cronSchedules: 10_000, cronMinutes: 3, cronSecondRuns: 60 };
-export const QUICK: Sizes = { drainN: 2_000, drainSlots: 10, submitN: 300, warmUp: 300, batchN: 2_000, latencyN: 50, latencyWarm: 10, spawnN: 300, spawnP: 8, memN: 5_000, agentLaterS: 0, scaleN: 2_000, scaleServers: [1, 2], dagRuns: 1, dagApplies: 2, cronSchedules: 10_000, cronMinutes: 1, cronSecondRuns: 20 };
+export const FULL: Sizes = { drainN: 20_000, drainSlots: 10, submitN: 2_000, warmUp: 3_000, batchN: 20_000, latencyN: 200, latencyWarm: 20, spawnN: 2_000, spawnP: 8, memN: 100_000, serverSettleS: 30, agentLaterS: 15, scaleN: 20_000, scaleServers: [1, 2, 3], dagRuns: 3, dagApplies: 5, cronSchedules: 10_000, cronMinutes: 3, cronSecondRuns: 60 };
+export const QUICK: Sizes = { drainN: 2_000, drainSlots: 10, submitN: 300, warmUp: 300, batchN: 2_000, latencyN: 50, latencyWarm: 10, spawnN: 300, spawnP: 8, memN: 5_000, serverSettleS: 0, agentLaterS: 0, scaleN: 2_000, scaleServers: [1, 2], dagRuns: 1, dagApplies: 2, cronSchedules: 10_000, cronMinutes: 1, cronSecondRuns: 20 };
 
 export interface Ctx {
   report: Report;
