@@ -55,7 +55,10 @@ describe('PostgreSQL: fireSchedules takes the lease row before any schedule row'
     try {
       const now = Date.now();
       const s = parseSchedule({ expr: '* * * * *' });
-      const rec = await store.createSchedule(newTaskId(now), 'u', { name: 'order', expr: s.expr, tz: s.tz, overlap: 'allow', catchup: 'latest', maxCatchup: 10, template: makeSpec({ name: 'order' }) }, now - 120_000, firstFireAfter(s, now - 120_000));
+      // Created two minutes ago, so its first slot is due.
+      const schedule = (name: string) =>
+        store.createSchedule(newTaskId(now), 'u', { name, expr: s.expr, tz: s.tz, overlap: 'allow', catchup: 'latest', maxCatchup: 10, template: makeSpec({ name }) }, now - 120_000, firstFireAfter(s, now - 120_000));
+      const rec = await schedule('order');
       const epoch = (await store.acquireLeadershipEpoch(LEASE, 'a', now, 60_000))!;
       assert.equal(epoch, 1);
 
@@ -78,7 +81,7 @@ describe('PostgreSQL: fireSchedules takes the lease row before any schedule row'
 
       // 2. A schedule's row held by someone else: a firing under a lease that does not match is refused at once,
       // without waiting for that row.
-      const rec2 = await store.createSchedule(newTaskId(now), 'u', { name: 'order2', expr: s.expr, tz: s.tz, overlap: 'allow', catchup: 'latest', maxCatchup: 10, template: makeSpec({ name: 'order2' }) }, now - 120_000, firstFireAfter(s, now - 120_000));
+      const rec2 = await schedule('order2');
       await holder.query('BEGIN');
       await holder.query('SELECT 1 FROM schedules WHERE id = $1 FOR UPDATE', [rec2.id]);
       const refused = await Promise.race([
