@@ -493,10 +493,14 @@ describe('browser: DAG pages', () => {
       // confirmation come too late for it, and then waited for a Confirm that was gone. So each round presses whichever of the two
       // the page shows (Cancel arms it again) until the confirmation went through or the run shows that it ended; a button gone
       // because the run ended is not a failure. Either way the page must come to show the state the store holds.
-      const cancelButton = p.getByRole('button', { name: `Cancel run ${runId}` });
-      const confirmButton = p.getByRole('button', { name: `Confirm: cancel run ${runId}` });
+      // One button whose name changes when armed; `exact`, since by default a role's name matches as a case-insensitive
+      // substring, and "Cancel run X" is inside "Confirm: cancel run X": a press meant to arm could confirm, and the loop
+      // then waited for a button the cancelled run no longer shows (CI, 2026-12-05). The run's end in any state ends the loop.
+      const cancelButton = p.getByRole('button', { name: `Cancel run ${runId}`, exact: true });
+      const confirmButton = p.getByRole('button', { name: `Confirm: cancel run ${runId}`, exact: true });
+      const runEnded = p.locator(['succeeded', 'failed', 'cancelled'].map((st) => `[data-testid="run-state"] [data-state="${st}"]`).join(', '));
       await until(`Cancel and Confirm on run ${runId}, or the run's end`, async () => {
-        if ((await ended.count()) > 0) return true;
+        if ((await runEnded.count()) > 0) return true;
         try {
           if (await confirmButton.isVisible()) {
             await confirmButton.click({ timeout: 1_000 });
