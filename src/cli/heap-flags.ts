@@ -48,6 +48,18 @@
  * turning the optimising compiler off for them would slow every busy agent
  * while leaving it above 50 MB. For scale: a bare `node` that requires only
  * `ws` is 51.3 MB half a second after its start.
+ * Also looked at (2026-12-05, same method, kB of /proc): holding TurboFan and
+ * Sparkplug off (v8.setFlagsFromString) only while the agent starts, then
+ * turning them back on. Held from main.ts until startAgent resolved: 53,600-
+ * 53,708 kB 12 s later against 54,112-54,132 as is, because the first
+ * assignments page TurboFan in anyway (--trace-opt: with no task run nothing
+ * is optimised; with 10, two small functions are, `isPosixPathSeparator` of
+ * the attempts' path handling among them). Only a hold past the first
+ * tasks reached 49,648 kB, and a busy agent pages that code in within its
+ * first dozen tasks, so that reading would not be what an agent keeps.
+ * The agent's floor, with the tiers held: a bare `node` 42,468 kB; requiring
+ * `ws` adds 3,600 kB (`https`, `tls` and OpenSSL's start, required even for
+ * a `ws://` server) and `pino` 3,000 kB.
  */
 import { PerformanceObserver } from 'node:perf_hooks';
 import v8 from 'node:v8';
