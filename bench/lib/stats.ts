@@ -93,12 +93,22 @@ export function chunks(n: number, size: number): number[] {
  * VmRSS and VmHWM of a live process, in kB, from /proc; and VmRSS's parts:
  * RssAnon (the process's own heap and stacks) and RssFile (mapped files, for
  * Node mostly its own executable's pages, which every Node process on the
- * host shares).
+ * host shares). `own`: the resident pages no other process maps
+ * (Private_Clean + Private_Dirty of /proc/<pid>/smaps_rollup, often called
+ * USS): what this process adds to the host's memory, which VmRSS overstates
+ * by every shared page.
  */
-export function procMemKb(pid: number): { rss: number; hwm: number; anon: number; file: number } {
+export function procMemKb(pid: number): { rss: number; hwm: number; anon: number; file: number; own: number } {
+  const kb = (text: string, field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? NaN);
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? NaN);
-  return { rss: kb('VmRSS'), hwm: kb('VmHWM'), anon: kb('RssAnon'), file: kb('RssFile') };
+  const rollup = readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
+  return {
+    rss: kb(status, 'VmRSS'),
+    hwm: kb(status, 'VmHWM'),
+    anon: kb(status, 'RssAnon'),
+    file: kb(status, 'RssFile'),
+    own: kb(rollup, 'Private_Clean') + kb(rollup, 'Private_Dirty'),
+  };
 }
 
 /** CPU seconds (user + system) used so far by these processes, from /proc/<pid>/stat; gone processes count 0. */

@@ -19,6 +19,9 @@
  *    (RssAnon, RssFile) and an idle bare `node` read the same way in the same
  *    run: most of a Node process's RssFile is the node executable's pages,
  *    shared with every other Node process, and a floor no Node agent goes below.
+ *    And each one's own pages (procMemKb's `own`, USS), what one more agent
+ *    costs the host: measured 2026-12-05 on an agent 12 s after its start,
+ *    VmRSS 53,660 kB of which 42,844 kB shared clean pages and 10,816 kB its own.
  */
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -117,10 +120,10 @@ export async function memory({ report, sizes }: Ctx): Promise<void> {
       report.add({
         measure: `agent memory, 10 slots busy (10 × \`sleep ${sleepS}\`)`,
         drover:
-          `VmRSS ${mb(m.rss)} (RssAnon ${mb(m.anon)}, RssFile ${mb(m.file)}), VmHWM ${mb(m.hwm)}; ` +
-          (later ? `${laterS} s later, the same tasks running: VmRSS ${mb(later.rss)} (RssAnon ${mb(later.anon)}, RssFile ${mb(later.file)}); ` : '') +
+          `VmRSS ${mb(m.rss)} (RssAnon ${mb(m.anon)}, RssFile ${mb(m.file)}; own ${mb(m.own)}), VmHWM ${mb(m.hwm)}; ` +
+          (later ? `${laterS} s later, the same tasks running: VmRSS ${mb(later.rss)} (RssAnon ${mb(later.anon)}, RssFile ${mb(later.file)}; own ${mb(later.own)}); ` : '') +
           `its reaper (${reaper.what}) VmRSS ${mb(reaper.rss)}; ` +
-          `an idle bare \`node\`: VmRSS ${mb(bare.rss)} (RssAnon ${mb(bare.anon)}, RssFile ${mb(bare.file)})`,
+          `an idle bare \`node\`: VmRSS ${mb(bare.rss)} (RssAnon ${mb(bare.anon)}, RssFile ${mb(bare.file)}; own ${mb(bare.own)})`,
         peer: '',
         ratio: '',
         met: met(
@@ -129,7 +132,8 @@ export async function memory({ report, sizes }: Ctx): Promise<void> {
         ),
         note:
           `\`drover worker --slots 10\` (process executor) pid's /proc status 200 ms after /v1/stats/counts shows 10 running (the sleeps are its children, not counted)${later ? `, and ${laterS} s later with the 10 still running` : ' (--quick: one reading)'}; its reaper is the child that is not a task (no DROVER_TASK_ID), read at the first moment. ` +
-          "The bare `node` (`node -e 'setInterval(() => {}, 1e9)'`, the same executable) is read 1 s after its start, after the agent's tasks ended: RssFile is mostly the node executable's pages, shared by every Node process on the host.",
+          "The bare `node` (`node -e 'setInterval(() => {}, 1e9)'`, the same executable) is read 1 s after its start, after the agent's tasks ended: RssFile is mostly the node executable's pages, shared by every Node process on the host. " +
+          '`own`: the resident pages no other process maps (Private_Clean + Private_Dirty of /proc/<pid>/smaps_rollup), what one more agent adds to the host; the goal is on VmRSS.',
       });
     } finally {
       await c.close();
