@@ -57,9 +57,10 @@
  * the attempts' path handling among them). Only a hold past the first
  * tasks reached 49,648 kB, and a busy agent pages that code in within its
  * first dozen tasks, so that reading would not be what an agent keeps.
- * The agent's floor, with the tiers held: a bare `node` 42,468 kB; requiring
- * `ws` adds 3,600 kB (`https`, `tls` and OpenSSL's start, required even for
- * a `ws://` server) and `pino` 3,000 kB.
+ * The agent's floor, with the tiers held (the preload that held them also
+ * loaded `v8`): a bare `node` 42,468 kB; requiring `ws` adds 3,600 kB (2,500 of
+ * them `https` alone: ws requires it, `tls` and crypto even for a `ws://`
+ * server) and `pino` 3,000 kB.
  */
 import { PerformanceObserver } from 'node:perf_hooks';
 import v8 from 'node:v8';
