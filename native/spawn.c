@@ -34,11 +34,15 @@
  *            them). Else nothing was started (ENOENT, EACCES, ENOTDIR, E2BIG,
  *            ENOEXEC, EMFILE...), pid is 0, the fds -1, and onExit is never
  *            called.
- *     onExit (exitCode, signal), called once from the event loop when the
- *            child has exited and been reaped (by this addon, for this pid
- *            only: never waitpid(-1), libuv reaps its own children).
+ *     onExit (exitCode, signal, groupGone), called once from the event loop
+ *            when the child has exited and been reaped (by this addon, for
+ *            this pid only: never waitpid(-1), libuv reaps its own children).
  *            exitCode is -1 when the child died of signal number `signal`
- *            (0 otherwise).
+ *            (0 otherwise). groupGone is true when, right after the reap, no
+ *            member of the child's process group was left (kill(-pid, 0)
+ *            failed with ESRCH): final, since an empty group cannot be
+ *            joined again. The caller then need not signal the group, and
+ *            must not: its id is free for the kernel to hand out again.
  *   returns undefined; throws TypeError (synchronously, nothing started) for
  *   arguments of the wrong type (an `inline` that is neither a boolean nor
  *   undefined included) or strings holding NUL.
@@ -57,6 +61,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -178,15 +183,18 @@ static void on_pidfd(uv_poll_t *h, int status, int events) {
   uv_poll_stop(&c->poll);
   int code = info.si_code == CLD_EXITED ? info.si_status : -1;
   int sig = info.si_code == CLD_EXITED ? 0 : info.si_status;
+  /* Asked here, at the reap, rather than by a later process.kill in JS: a task that left nothing running (the
+   * usual end) then costs no signal call and no ESRCH exception (measured: see process-runner.ts reapGroup). */
+  bool group_gone = kill(-c->pid, 0) != 0 && errno == ESRCH;
 
   napi_env env = c->env;
   napi_handle_scope scope;
   if (napi_open_handle_scope(env, &scope) == napi_ok) {
-    napi_value fn, recv, args[2], result;
+    napi_value fn, recv, args[3], result;
     if (napi_get_reference_value(env, c->on_exit, &fn) == napi_ok && fn != NULL && napi_get_global(env, &recv) /* make_callback wants an object */ == napi_ok &&
-        napi_create_int32(env, code, &args[0]) == napi_ok && napi_create_int32(env, sig, &args[1]) == napi_ok) {
+        napi_create_int32(env, code, &args[0]) == napi_ok && napi_create_int32(env, sig, &args[1]) == napi_ok && napi_get_boolean(env, group_gone, &args[2]) == napi_ok) {
       /* make_callback (not call_function): runs the nextTick and microtask queues afterwards, as for any I/O callback. */
-      if (napi_make_callback(env, c->async, recv, fn, 2, args, &result) == napi_pending_exception) {
+      if (napi_make_callback(env, c->async, recv, fn, 3, args, &result) == napi_pending_exception) {
         napi_value exc;
         napi_get_and_clear_last_exception(env, &exc);
         napi_fatal_exception(env, exc);

@@ -76,6 +76,12 @@ export interface SpawnRequest {
 export interface ProcessExit {
   code: number | null;
   signal: NodeJS.Signals | null;
+  /**
+   * Present (true) only when the native spawner found the process group empty right after reaping the leader
+   * (native/spawn.c onExit): nothing is left to signal, and the group's id may already be someone else's.
+   * Absent: unknown (the Node spawner), or members remain.
+   */
+  groupGone?: true;
 }
 
 export interface SpawnedProcess {
@@ -111,7 +117,7 @@ export interface NativeBinding {
     envp: string[],
     cwd: string,
     onSpawn: (errno: number, pid: number, stdoutFd: number, stderrFd: number) => void,
-    onExit: (code: number, signal: number) => void,
+    onExit: (code: number, signal: number, groupGone: boolean) => void,
     inline?: boolean,
   ): void;
 }
@@ -231,9 +237,11 @@ function spawnNative(binding: NativeBinding, req: SpawnRequest, starts: NativeSt
           resolve({ pid, stdout, stderr, exited });
         },
         // signal 0 with code -1: the addon could not learn how it ended (reaped elsewhere); report it as killed.
-        (code, signal) => {
+        (code, signal, groupGone) => {
           live--;
-          onExit(code >= 0 ? { code, signal: null } : { code: null, signal: signalNames.get(signal) ?? 'SIGKILL' });
+          const e: ProcessExit = code >= 0 ? { code, signal: null } : { code: null, signal: signalNames.get(signal) ?? 'SIGKILL' };
+          if (groupGone === true) e.groupGone = true;
+          onExit(e);
         },
         inline,
       );

@@ -71,7 +71,8 @@ for (const { kind, starts, label } of VARIANTS) {
       const p = await spawner({ args: [], cwd: tmp.dir, env: BASE_ENV, ...req });
       if ('error' in p) return { error: p.error, errno: p.code };
       const [stdout, stderr, exit] = await Promise.all([readAll(p.stdout), readAll(p.stderr), p.exited]);
-      return { pid: p.pid, stdout, stderr, ...exit };
+      // groupGone has tests of its own below.
+      return { pid: p.pid, stdout, stderr, code: exit.code, signal: exit.signal };
     }
     const sh = (script: string, over: Partial<SpawnRequest> = {}) => run({ file: 'sh', args: ['-c', script], ...over });
 
@@ -171,7 +172,9 @@ for (const { kind, starts, label } of VARIANTS) {
       while (!out.includes('\n')) await new Promise((r) => setTimeout(r, 5));
       const child = Number(out.trim());
       process.kill(-s.pid, 'SIGKILL');
-      assert.deepEqual(await s.exited, { code: null, signal: 'SIGKILL' });
+      // groupGone depends on whether init reaped the orphan before the leader's reap: either way here.
+      const e = await s.exited;
+      assert.deepEqual({ code: e.code, signal: e.signal }, { code: null, signal: 'SIGKILL' });
       await closed;
       // The orphaned sleep is a zombie until init reaps it: look at running members. Closing the pipe is the
       // last thing it did that we can await; it becomes a zombie a moment later (no event tells when).
@@ -179,6 +182,27 @@ for (const { kind, starts, label } of VARIANTS) {
       while (runningMembers(s.pid).length > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
       assert.deepEqual(runningMembers(s.pid), []);
       assert.ok(child > 0);
+    });
+
+    it(kind === 'native' ? 'says at the reap whether the group is gone: yes for a lone process, not while a member is left' : 'never says the group is gone (it cannot know)', async () => {
+      const lone = await spawner({ file: 'sh', args: ['-c', 'exit 0'], cwd: tmp.dir, env: BASE_ENV });
+      assert.ok(!('error' in lone));
+      lone.stdout.resume();
+      lone.stderr.resume();
+      assert.equal((await lone.exited).groupGone, kind === 'native' ? true : undefined);
+
+      // The sleep stays in the group (and holds the pipes): not gone, whichever spawner.
+      const left = await spawner({ file: 'sh', args: ['-c', 'sleep 100 & exit 0'], cwd: tmp.dir, env: BASE_ENV });
+      assert.ok(!('error' in left));
+      left.stdout.resume();
+      left.stderr.resume();
+      const e = await left.exited;
+      assert.deepEqual(e, { code: 0, signal: null });
+      assert.ok(runningMembers(left.pid).length > 0);
+      process.kill(-left.pid, 'SIGKILL');
+      const deadline = Date.now() + 5_000;
+      while (runningMembers(left.pid).length > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+      assert.deepEqual(runningMembers(left.pid), []);
     });
 
     it('exits are reported while Node\'s own child_process children run and exit too', async () => {
