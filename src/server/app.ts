@@ -13,6 +13,7 @@ import swagger from '@fastify/swagger';
 import { installAuth } from './auth.js';
 import type { AppContext } from './context.js';
 import { handleError, handleFrameworkError } from './error-handler.js';
+import { installJsonBodyParser } from './json-body.js';
 import { installRequestShapeChecks } from './request-shape.js';
 import { logChunkRoutes } from './routes/log-chunks.js';
 import { statsRoutes } from './routes/stats.js';
@@ -82,6 +83,7 @@ export async function buildApp(
   // Bodies are JSON only: a text/plain one is a 415 like any other type (error-handler.ts), not a string
   // that then fails the schema as "must be object".
   app.removeContentTypeParser('text/plain');
+  installJsonBodyParser(app); // json-body.ts: Fastify's parse and protections, with an answer that says what is wrong
   installRequestShapeChecks(app); // request-shape.ts: empty path parameters, bodies sent to actions that take none
   app.setNotFoundHandler((req, reply) => {
     // A page or asset whose file @fastify/static did not find (it calls the not-found handler): the route's answer (503 or 404).

@@ -107,7 +107,7 @@ export class Api {
     if (opts.fresh) headers.connection = 'close';
     const payload = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
     if (payload !== undefined) {
-      headers['content-type'] = 'application/json';
+      headers['content-type'] ??= 'application/json';
       headers['content-length'] = String(Buffer.byteLength(payload));
     }
     return new Promise((resolvePromise, reject) => {
