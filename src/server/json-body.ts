@@ -39,12 +39,12 @@ export function parseJsonBody(text: string): unknown {
 }
 
 /**
- * secure-json-parse's refusal ("Object contains forbidden prototype
- * property"), or V8's SyntaxError: "... in JSON at position 42" (or "...
- * after JSON at position 42"), "Unexpected
- * end of JSON input", or `Unexpected token 'x', "<a piece of the text>" is not
- * valid JSON` (no position; the piece may start or end with "..."). Node 22
- * adds "(line 3 column 5)" to the first kind.
+ * The reason for secure-json-parse's refusal ("Object contains forbidden
+ * prototype property") or for V8's SyntaxError, which is one of:
+ * "... in JSON at position 42" (or "... after JSON at position 42"; Node 22
+ * adds "(line 3 column 5)"), "Unexpected end of JSON input", or
+ * `Unexpected token 'x', "<a piece of the text>" is not valid JSON` (no
+ * position; the piece may start or end with "...").
  */
 function jsonProblem(text: string, message: string): string {
   if (/forbidden prototype property/.test(message)) return 'a "__proto__" key, or a "constructor" key holding "prototype", is not allowed';

@@ -312,9 +312,9 @@ export class AttemptRun {
    * Measured (3,000 /bin/true, one agent with 8 slots and `--prefetch 16`,
    * SQLite, CPU profile of the agent): that call and its ESRCH exception were
    * 4.9 % of the agent's busy time, and are gone from the profile; the
-   * throughput did not move beyond the spread (2,000 tasks, three runs of
-   * three, alternating: 723-786/s before, 736-784/s after; the agent's CPU
-   * 0.72-0.86 ms a task both ways).
+   * throughput did not move beyond the spread (2,000 tasks, nine runs each
+   * way in alternating groups of three: 723-786/s before, 736-784/s after;
+   * the agent's CPU 0.72-0.86 ms a task before, 0.70-0.86 ms after).
    */
   private async reapGroup(pgid: number, goneAtReap: boolean): Promise<void> {
     let deadline: number;

@@ -21,11 +21,12 @@
  *   slots, `node --cpu-prof`): one write(2) per line cost the agent's main
  *   thread 0.26 ms per attempt on this loaded 2-core machine (and woke the
  *   reaper each time); coalesced, adds and dels of a busy agent share writes.
- *   Tried and dropped (2026-12-05, the same 2,000 /bin/true with `--prefetch
- *   16`, six runs of three, the reaper binary swapped between them): a reaper
- *   that naps 10 ms after each read, so that the agent's writes meanwhile wake
- *   nobody. 710-777/s against 684-771/s, the agent's CPU 0.70-0.91 ms a task
- *   both ways: within the spread, for an EOF and deadlines up to 10 ms later.
+ *   Tried and dropped (2026-12-05): a reaper that naps 10 ms after each
+ *   read, so that the agent's writes meanwhile wake nobody. The same 2,000
+ *   /bin/true with `--prefetch 16`, nine runs each way in alternating groups
+ *   of three, the reaper binary swapped between groups: 710-777/s against
+ *   684-771/s as is, the agent's CPU 0.70-0.91 ms a task both ways. Within
+ *   the spread, for an EOF and deadlines seen up to 10 ms later.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
