@@ -24,9 +24,9 @@
  *   Tried and dropped (2026-12-05): a reaper that naps 10 ms after each
  *   read, so that the agent's writes meanwhile wake nobody. The same 2,000
  *   /bin/true with `--prefetch 16`, nine runs each way in alternating groups
- *   of three, the reaper binary swapped between groups: 710-777/s against
- *   684-771/s as is, the agent's CPU 0.70-0.91 ms a task both ways. Within
- *   the spread, for an EOF and deadlines seen up to 10 ms later.
+ *   of three, the reaper binary swapped between groups: 709-777/s against
+ *   684-771/s as is, the agent's CPU 0.70-0.93 ms a task against 0.70-0.96
+ *   ms. Within the spread, for an EOF and deadlines seen up to 10 ms later.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
