@@ -93,10 +93,11 @@ describe('browser: tasks, live', () => {
     await page.getByRole('heading', { name: 'Tasks' }).waitFor();
     // Record, in the page, when each task's row first shows each state; and watch for layout shifts.
     await page.evaluate(() => {
-      const w = window as unknown as { __seen: Record<string, Record<string, number>>; __sameDocument: boolean; __shift: number };
+      const w = window as unknown as { __seen: Record<string, Record<string, number>>; __sameDocument: boolean; __shift: number; __shifted: string[] };
       w.__seen = {};
       w.__sameDocument = true;
       w.__shift = 0;
+      w.__shifted = [];
       const check = () => {
         for (const row of document.querySelectorAll('tr[data-task-id]')) {
           const id = row.getAttribute('data-task-id')!;
@@ -108,7 +109,18 @@ describe('browser: tasks, live', () => {
       new MutationObserver(check).observe(document.body, { subtree: true, childList: true, attributes: true, attributeFilter: ['data-state'] });
       check();
       new PerformanceObserver((list) => {
-        for (const e of list.getEntries() as unknown as Array<{ value: number; hadRecentInput: boolean }>) if (!e.hadRecentInput) w.__shift += e.value;
+        type Source = { node: Node | null; previousRect: DOMRectReadOnly; currentRect: DOMRectReadOnly };
+        for (const e of list.getEntries() as unknown as Array<{ value: number; hadRecentInput: boolean; sources: Source[] }>) {
+          if (e.hadRecentInput) continue;
+          w.__shift += e.value;
+          // What moved, for the assertion's message: the node's tag and classes, and its box before and after.
+          const box = (r: DOMRectReadOnly) => `${Math.round(r.x)},${Math.round(r.y)} ${Math.round(r.width)}×${Math.round(r.height)}`;
+          for (const src of e.sources) {
+            const el = src.node instanceof Element ? src.node : src.node?.parentElement;
+            const what = el ? `${el.tagName.toLowerCase()}${el.className ? `.${String(el.className).trim().replace(/\s+/g, '.')}` : ''}${src.node instanceof Text ? ' (text)' : ''}` : 'a removed node';
+            w.__shifted.push(`${what}: ${box(src.previousRect)} → ${box(src.currentRect)} (score ${e.value})`);
+          }
+        }
       }).observe({ type: 'layout-shift', buffered: false });
     });
     const go = gate();
@@ -117,7 +129,11 @@ describe('browser: tasks, live', () => {
     await row.locator('[data-state="waiting"]').waitFor();
     await screenshot(page, 'tasks-waiting');
     // Only state changes from here: rows keep their size and place.
-    await page.evaluate(() => ((window as unknown as { __shift: number }).__shift = 0));
+    await page.evaluate(() => {
+      const w = window as unknown as { __shift: number; __shifted: string[] };
+      w.__shift = 0;
+      w.__shifted = [];
+    });
 
     await c.startWorker({ id: 'w1', slots: 4, extra: ['--label', 'gate=open'] });
     await row.locator('[data-state="running"]').waitFor();
@@ -134,8 +150,11 @@ describe('browser: tasks, live', () => {
       assert.ok(lag <= LIVE_BOUND_MS, `${state} shown ${lag} ms after the store recorded it (bound ${LIVE_BOUND_MS} ms)`);
     }
     assert.equal(await page.evaluate(() => (window as unknown as { __sameDocument?: boolean }).__sameDocument), true, 'no reload');
-    const shift = await page.evaluate(() => (window as unknown as { __shift: number }).__shift);
-    assert.equal(shift, 0, 'no layout shift while the row changed state');
+    const { shift, shifted } = await page.evaluate(() => {
+      const w = window as unknown as { __shift: number; __shifted: string[] };
+      return { shift: w.__shift, shifted: w.__shifted };
+    });
+    assert.equal(shift, 0, `no layout shift while the row changed state; moved: ${shifted.join('; ')}`);
     // The row's other cells followed: the worker that ran it and the attempt count.
     assert.equal(await row.locator('.col-worker').innerText(), 'w1');
     assert.equal(await row.locator('.col-attempts').innerText(), '1');
