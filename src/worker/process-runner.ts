@@ -317,11 +317,15 @@ export class AttemptRun {
    * the agent's CPU 0.72-0.86 ms a task before, 0.70-0.86 ms after).
    */
   private async reapGroup(pgid: number, goneAtReap: boolean): Promise<void> {
+    if (!goneAtReap) await this.waitGroupEmpty(pgid);
+    if (this.killTimer) clearTimeout(this.killTimer);
+    this.killTimer = null;
+  }
+
+  private async waitGroupEmpty(pgid: number): Promise<void> {
     let deadline: number;
-    let gone = goneAtReap;
-    if (gone) {
-      deadline = 0;
-    } else if (this.killReason) {
+    let gone = false;
+    if (this.killReason) {
       // The SIGKILL timer is still armed: members that ignore SIGTERM die when the grace ends.
       deadline = this.killDeadline + (this.opts.reapTimeoutMs ?? 10_000);
     } else {
@@ -339,8 +343,6 @@ export class AttemptRun {
       await sleep(delay);
       delay = Math.min(delay * 2, 50);
     }
-    if (this.killTimer) clearTimeout(this.killTimer);
-    this.killTimer = null;
   }
 
   private async drainPipes(): Promise<void> {

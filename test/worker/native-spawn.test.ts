@@ -29,6 +29,13 @@ interface Ran {
   signal?: NodeJS.Signals | null;
 }
 
+/** The group's running members once none is left, or after 5 s (no event tells when a killed member is gone). */
+async function runningMembersAfter(pgid: number): Promise<number[]> {
+  const deadline = Date.now() + 5_000;
+  while (runningMembers(pgid).length > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+  return runningMembers(pgid);
+}
+
 async function readAll(s: Readable): Promise<string> {
   const parts: Buffer[] = [];
   s.on('data', (d: Buffer) => parts.push(d));
@@ -178,9 +185,7 @@ for (const { kind, starts, label } of VARIANTS) {
       await closed;
       // The orphaned sleep is a zombie until init reaps it: look at running members. Closing the pipe is the
       // last thing it did that we can await; it becomes a zombie a moment later (no event tells when).
-      const deadline = Date.now() + 5_000;
-      while (runningMembers(s.pid).length > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
-      assert.deepEqual(runningMembers(s.pid), []);
+      assert.deepEqual(await runningMembersAfter(s.pid), []);
       assert.ok(child > 0);
     });
 
@@ -200,9 +205,7 @@ for (const { kind, starts, label } of VARIANTS) {
       assert.deepEqual(e, { code: 0, signal: null });
       assert.ok(runningMembers(left.pid).length > 0);
       process.kill(-left.pid, 'SIGKILL');
-      const deadline = Date.now() + 5_000;
-      while (runningMembers(left.pid).length > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
-      assert.deepEqual(runningMembers(left.pid), []);
+      assert.deepEqual(await runningMembersAfter(left.pid), []);
     });
 
     it('exits are reported while Node\'s own child_process children run and exit too', async () => {
