@@ -109,6 +109,47 @@ export function runBatchContract(name: string, open: Opened, hooks: ContractHook
       assert.equal((await h.store.countTasksByState()).waiting, 1);
     });
 
+    // SQLite inserts a batch in statements of up to 128 rows (sqlite/chunked-insert.ts): 300 = 128 + 128 + 32 + 8 + 4.
+    it('all or nothing across a large batch: an id taken, or given twice, late in the batch stores none of it', async () => {
+      const taken = await h.submit();
+      await h.settled();
+      const head = await h.store.feedHead();
+      const late = items(300);
+      late[297] = { id: taken.id, spec: makeSpec({ name: 'dup' }) };
+      const twice = items(300);
+      twice[290] = { ...twice[5]!, spec: makeSpec({ name: 'again' }) };
+      for (const batch of [late, twice]) {
+        await assert.rejects(h.store.createTasks('alice', batch, 'user:alice', T0 + 1), ConflictError);
+        for (const b of [batch[0]!, batch[130]!, batch[260]!, batch[299]!]) {
+          assert.equal(await h.store.getTask(b.id), null);
+          assert.deepEqual(await h.store.listEvents(b.id), []);
+        }
+      }
+      assert.deepEqual(await allChanges(head), []);
+      const counts = await h.store.countTasksByState();
+      assert.equal(Object.values(counts).reduce((a, b) => a + b, 0), 1);
+      assert.equal(counts.waiting, 1);
+      assert.equal((await h.store.listTasks({ limit: 10 })).tasks.length, 1);
+    });
+
+    it('a large idempotent batch keeps item order, run-later items and every item key across its whole length', async () => {
+      const batch = items(300).map((b, i) => (i % 97 === 3 ? { ...b, runAfter: T0 + 60_000 } : b));
+      const r = await h.store.createTasks('carol', batch, 'user:carol', T0, idem('big'));
+      assert.deepEqual(r.tasks.map((t) => [t.id, t.state, t.runAfter]), batch.map((b) => [b.id, b.runAfter ? 'ready' : 'waiting', b.runAfter ?? null]));
+      for (const i of [0, 3, 127, 128, 255, 256, 290, 299]) {
+        const stored = await h.store.getTask(batch[i]!.id);
+        assert.deepEqual(stored, r.tasks[i]);
+        assert.equal(stored?.name, `job-${i}`);
+        const events = await h.store.listEvents(batch[i]!.id);
+        assert.deepEqual(events.map((e) => e.reason), batch[i]!.runAfter ? ['submitted'] : ['submitted', 'released']);
+      }
+      const again = await h.store.createTasks('carol', batch, 'user:carol', T0 + 5, idem('big'));
+      assert.equal(again.created, false);
+      assert.deepEqual(again.tasks.map((t) => t.id), batch.map((b) => b.id));
+      const counts = await h.store.countTasksByState('carol');
+      assert.deepEqual([counts.waiting, counts.ready], [296, 4]);
+    });
+
     it('an idempotent repeat returns the first tasks in order (created: false) and writes nothing', async () => {
       const first = await h.store.createTasks('alice', items(4), 'user:alice', T0, idem('b1'));
       assert.equal(first.created, true);
