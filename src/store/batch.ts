@@ -17,7 +17,6 @@
  */
 import { InvalidInputError } from '../core/errors.js';
 import type { Task, TaskSpec } from '../core/task.js';
-import { taskSpecParams } from './rows.js';
 
 /** The most tasks one createTasks call (and one POST /v1/tasks/batch) takes. */
 export const MAX_BATCH = 1000;
@@ -115,27 +114,6 @@ export function newWaitingTask(
     dagStep: null,
     skipReason: null,
   };
-}
-
-/**
- * Tasks as the SQLite store's DAG-run insert reads them (sqlite/dags.ts, over
- * json_each()): a JSON array with one array per task, [id, then the values of
- * rows.ts taskSpecParams in its key order] (name, kind, command, args,
- * script, interpreter, env, timeout_ms, max_retries, retry_base_delay_ms,
- * retry_factor, retry_max_delay_ms, priority, labels, requires, cwd; the JSON
- * columns as their stored text), then the item's runAfter (null: released at
- * once), the `submitted` event's detail as JSON text (null: none), its
- * schedule id and its slot (null: not a schedule's run).
- */
-export function batchRowsJson(tasks: readonly NewTask[]): string {
-  return JSON.stringify(
-    tasks.map(({ id, spec, runAfter, slot, detail }) => {
-      const p = taskSpecParams(spec);
-      const d = submittedDetail(runAfter, detail);
-      return [id, p.name, p.kind, p.command, p.args, p.script, p.interpreter, p.env, p.timeout_ms, p.max_retries, p.retry_base_delay_ms, p.retry_factor, p.retry_max_delay_ms, p.priority, p.labels, p.requires, p.cwd, runAfter ?? null,
-        d === null ? null : JSON.stringify(d), slot?.scheduleId ?? null, slot?.scheduledAt ?? null];
-    }),
-  );
 }
 
 /**

@@ -385,6 +385,14 @@ export function runDagContract(name: string, open: Opened, hooks: ContractHooks 
         const mid = Array.from({ length: 998 }, (_, i) => step(`m${i}`, ['start']));
         const dag = await apply(definition([step('start'), ...mid, step('end', mid.map((m) => m.name))], 'wide'));
         const { run } = await start(dag);
+        // Each step's task is its own across the whole run (SQLite inserts the steps 128 to a statement).
+        const steps = await h.store.dagRunSteps(run.id);
+        assert.equal(steps.length, 1000);
+        for (const s of steps.filter((_, i) => i % 97 === 0 || i >= 998)) {
+          const t = (await h.store.getTask(s.taskId))!;
+          assert.deepEqual([t.name, t.dagStep, t.args, t.env.STEP], [`dag/${s.step}`, s.step, [s.step], s.step]);
+          assert.deepEqual((await h.store.listEvents(s.taskId))[0]!.detail, { dag: { run: run.id, name: 'wide', version: 1, step: s.step } });
+        }
         await end((await claimAll(T0 + 20)).get('start')!, 'succeeded', T0 + 30);
         let now = T0 + 40;
         let claimed = 0;

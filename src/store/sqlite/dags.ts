@@ -6,7 +6,7 @@
 import { ConflictError } from '../../core/errors.js';
 import type { DagDefinition } from '../../core/dag/dag-definition.js';
 import { assertTransition, isTerminal, type TaskState } from '../../core/task-state.js';
-import { batchRowsJson } from '../batch.js';
+import { submittedDetail, type NewTask } from '../batch.js';
 import { stepTasks } from '../dag-steps.js';
 import { cancelledStepStates, planRunRetry, planRunStart } from '../dag-progress.js';
 import {
@@ -21,9 +21,10 @@ import {
   type DagVersionRow,
 } from '../dag-rows.js';
 import type { DagCancelResult, DagFilter, DagRecord, DagRunFilter, DagRunPage, DagRunRecord, DagRunStep, DagStore, StartDagRun } from '../dags.js';
-import type { TaskRow } from '../rows.js';
+import { taskSpecParams, type TaskRow } from '../rows.js';
 import { pageOf } from '../task-list.js';
 import { dagRunListQuery, stepCountsOf, stepCountsSql } from '../dag-run-list.js';
+import { insertChunked, valuesInsert } from './chunked-insert.js';
 import { applyProgress, dagOf, runHead } from './dag-runs.js';
 import type { SqliteDb } from './db.js';
 import { checkLimit, insertEvent, sqliteLimit } from './records.js';
@@ -34,20 +35,34 @@ const DAG_VERSION_SQL = `SELECT d.id, d.owner, d.name, v.version, v.definition, 
   FROM dags d JOIN dag_versions v ON v.dag_id = d.id`;
 
 /**
- * A run's step tasks: every column but the state and the DAG ones from the
- * batch encoding of store/batch.ts (batchRowsJson, items 0-16), all `ready`
- * (pending): the run's start then releases the roots through the same plan
- * as any progress. @steps: the step names, in the same order.
+ * A run's step tasks, all `ready` (pending): the run's start then releases
+ * the roots through the same plan as any progress. STEP_VALUES values a step
+ * (stepValues), in 128-row statements (chunked-insert.ts, as createTasks
+ * inserts a batch); the owner, the run and the time are shared.
  */
-const INSERT_STEPS = `INSERT INTO tasks (id, owner, state, name, kind, command, args, script, interpreter, env, timeout_ms,
-   max_retries, retry_base_delay_ms, retry_factor, retry_max_delay_ms, priority, labels, requires, cwd, dag_run_id, dag_step, created_at, updated_at)
- SELECT j.value ->> 0, @owner, 'ready', j.value ->> 1, j.value ->> 2, j.value ->> 3, j.value ->> 4, j.value ->> 5, j.value ->> 6, j.value ->> 7,
-   j.value ->> 8, j.value ->> 9, j.value ->> 10, j.value ->> 11, j.value ->> 12, j.value ->> 13, j.value ->> 14, j.value ->> 15, j.value ->> 16,
-   @run, s.value, @now, @now
- FROM json_each(@rows) AS j JOIN json_each(@steps) AS s ON s.key = j.key ORDER BY j.key`;
-/** The `submitted` event of each step (its detail is item 18 of the encoding). */
+const STEP_ROW_SQL = valuesInsert(
+  `INSERT INTO tasks (id, name, kind, command, args, script, interpreter, env, timeout_ms, max_retries, retry_base_delay_ms,
+   retry_factor, retry_max_delay_ms, priority, labels, requires, cwd, dag_step, owner, state, dag_run_id, created_at, updated_at)`,
+  "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, @owner, 'ready', @run, @now, @now)",
+);
+const STEP_VALUES = 18;
+/** The `submitted` event of each step; @events: [id, detail as JSON text] a step, in step order. */
 const INSERT_SUBMITTED = `INSERT INTO task_events (task_id, from_state, to_state, reason, actor, at, detail)
- SELECT j.value ->> 0, NULL, 'ready', 'submitted', @actor, @now, j.value ->> 18 FROM json_each(@rows) AS j ORDER BY j.key`;
+ SELECT j.value ->> 0, NULL, 'ready', 'submitted', @actor, @now, j.value ->> 1 FROM json_each(@events) AS j ORDER BY j.key`;
+
+/** The steps' values for STEP_ROW_SQL and the JSON of their events (tasks: stepTasks, names: the steps' names in the same order). */
+function stepValues(tasks: readonly NewTask[], names: readonly string[]): { values: unknown[]; events: string } {
+  const values: unknown[] = [];
+  const events: unknown[] = [];
+  tasks.forEach(({ id, spec, detail }, i) => {
+    const p = taskSpecParams(spec);
+    values.push(id, p.name, p.kind, p.command, p.args, p.script, p.interpreter, p.env, p.timeout_ms, p.max_retries, p.retry_base_delay_ms,
+      p.retry_factor, p.retry_max_delay_ms, p.priority, p.labels, p.requires, p.cwd, names[i]);
+    const d = submittedDetail(null, detail);
+    events.push([id, d === null ? null : JSON.stringify(d)]);
+  });
+  return { values, events: JSON.stringify(events) };
+}
 
 /**
  * Starts a run inside the caller's write (startDagRun, and a DAG schedule's
@@ -57,8 +72,7 @@ const INSERT_SUBMITTED = `INSERT INTO task_events (task_id, from_state, to_state
  */
 export function startRunIn(d: SqliteDb, req: StartDagRun): DagRunRecord {
   const tasks = stepTasks(req);
-  const rows = batchRowsJson(tasks);
-  const steps = JSON.stringify(req.dag.definition.steps.map((s) => s.name));
+  const { values, events } = stepValues(tasks, req.dag.definition.steps.map((s) => s.name));
   const { runId, dag, now } = req;
   try {
     d.q(
@@ -70,12 +84,12 @@ export function startRunIn(d: SqliteDb, req: StartDagRun): DagRunRecord {
     throw e;
   }
   try {
-    d.q(INSERT_STEPS).run({ owner: dag.owner, run: runId, now, rows, steps });
+    insertChunked(d, STEP_ROW_SQL, STEP_VALUES, values, { owner: dag.owner, run: runId, now });
   } catch (e) {
     if (isUniqueViolation(e)) throw new ConflictError(`a task id of DAG run ${runId} already exists`);
     throw e;
   }
-  d.q(INSERT_SUBMITTED).run({ actor: req.actor, now, rows });
+  d.q(INSERT_SUBMITTED).run({ actor: req.actor, now, events });
   applyProgress(d, runId, planRunStart(dagOf(d, { dag_id: dag.id, version: dag.version }), now));
   return dagRunFromRow(d.q('SELECT * FROM dag_runs WHERE id = ?').get(runId) as DagRunRow);
 }
