@@ -10,12 +10,18 @@
  * statement that fires triggers opens a statement journal (db.ts temp_store),
  * which one row per statement pays per row; and reading each column back out
  * of a JSON text with `->>` cost more than binding it. Measured (issue 9,
- * 2026-12-05; 1,000-task batches into a copy of a server's database holding
- * 60,000 tasks, synchronous=FULL, the tasks statement timed apart from the
- * events and the commit, five pairs alternating on the shared 2-core machine):
- * json_each 13.8-18.8 ms a batch, 128-row chunks 9.5-13.9 ms; one prepared
- * INSERT per row 20.4-22.1 ms. 2,944 parameters a statement at 23 a row, far
- * below SQLite's limit of 32,766.
+ * 2026-12-05; the shared 2-core machine):
+ *  - the tasks statement alone (1,000-task batches into a copy of a server's
+ *    database holding 60,000 tasks, synchronous=FULL, timed apart from the
+ *    events and the commit; five pairs alternating): json_each 13.8-18.8 ms
+ *    a batch, 100-row VALUES chunks 9.5-13.9 ms; one prepared INSERT per row
+ *    20.4-22.1 ms against json_each's 19.7-19.8 ms in two more pairs;
+ *  - end to end with this file's 128-row chunks (a `drover server`, 20
+ *    sequential 1,000-task batches with `Prefer: return=minimal`, eight pairs
+ *    alternating in two groups half an hour apart): p50 22.3-25.5 ms a batch
+ *    before, 17.1-20.9 ms after (one pair 25.0).
+ * 128 rows bind 2,944 parameters at 23 a row, far below SQLite's limit of
+ * 32,766.
  */
 import type { SqliteDb } from './db.js';
 

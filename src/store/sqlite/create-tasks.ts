@@ -25,7 +25,7 @@ import { insertChunked, valuesInsert } from './chunked-insert.js';
 import type { SqliteDb } from './db.js';
 import { isUniqueViolation } from './sqlite-errors.js';
 
-/** The task columns, in the order of taskValues(); request_hash, created_at and updated_at are shared (@hash, @now). */
+/** The task columns, in the order of encode(); request_hash, created_at and updated_at are shared (@hash, @now). */
 const TASK_ROW_SQL = valuesInsert(
   `INSERT INTO tasks (id, owner, state, name, kind, command, args, script, interpreter, env, timeout_ms,
    max_retries, retry_base_delay_ms, retry_factor, retry_max_delay_ms, priority, labels, requires, cwd, run_after,
@@ -34,8 +34,10 @@ const TASK_ROW_SQL = valuesInsert(
 );
 const TASK_VALUES = 23;
 /**
- * @events: [id, runAfter, submitted detail as JSON text] a task (eventsJson): both events of each
- * task released now, only `submitted` of a task to run later, in item order.
+ * @events: [id, runAfter, submitted detail as JSON text] a task (encode): both events of each
+ * task released now, only `submitted` of a task to run later, in item order. Kept over json_each:
+ * the events as VALUES chunks of 100-500 rows measured no faster (2,000 events a batch: 4.4-5.5 ms
+ * in four runs, against 4.3-5.8 ms over json_each in the two runs between them).
  */
 const INSERT_EVENTS = `INSERT INTO task_events (task_id, from_state, to_state, reason, actor, at, detail)
  SELECT j.value ->> 0, v.f, v.s, v.r, @actor, @now,
