@@ -169,8 +169,18 @@ export interface WebSessionRow {
   expires_at: number;
 }
 
+/**
+ * The tasks columns a spec determines: the keys of taskSpecParams (its return
+ * type makes the two agree), and the order of taskSpecValues. Code, never
+ * input, so they may be spliced into SQL.
+ */
+export const TASK_SPEC_COLUMNS = [
+  'name', 'kind', 'command', 'args', 'script', 'interpreter', 'env', 'timeout_ms', 'cwd',
+  'max_retries', 'retry_base_delay_ms', 'retry_factor', 'retry_max_delay_ms', 'priority', 'labels', 'requires',
+] as const;
+
 /** Named parameters for INSERT INTO tasks; the columns a spec determines. */
-export function taskSpecParams(spec: TaskSpec) {
+export function taskSpecParams(spec: TaskSpec): Record<(typeof TASK_SPEC_COLUMNS)[number], string | number | null> {
   return {
     name: spec.name,
     kind: spec.kind,
@@ -189,6 +199,12 @@ export function taskSpecParams(spec: TaskSpec) {
     labels: JSON.stringify(spec.labels),
     requires: JSON.stringify(spec.requires),
   };
+}
+
+/** taskSpecParams' values in the order of TASK_SPEC_COLUMNS: positional parameters for a multi-row insert. */
+export function taskSpecValues(spec: TaskSpec): unknown[] {
+  const p = taskSpecParams(spec);
+  return TASK_SPEC_COLUMNS.map((c) => p[c]);
 }
 
 export function taskFromRow(r: TaskRow): Task {

@@ -18,21 +18,24 @@ import { ConflictError } from '../../core/errors.js';
 import type { Task } from '../../core/task.js';
 import { assertTransition } from '../../core/task-state.js';
 import { batchItemKey, batchKeyRange, checkBatch, matchStoredBatch, newWaitingTask, submittedDetail, type NewTask } from '../batch.js';
-import { taskFromRow, taskSpecParams, type TaskRow } from '../rows.js';
+import { TASK_SPEC_COLUMNS, taskFromRow, taskSpecValues, type TaskRow } from '../rows.js';
 import type { SlotTask } from '../schedules.js';
 import type { CreateManyResult, Idempotency } from '../tasks.js';
 import { insertChunked, valuesInsert } from './chunked-insert.js';
 import type { SqliteDb } from './db.js';
 import { isUniqueViolation } from './sqlite-errors.js';
 
-/** The task columns, in the order of encode(); request_hash, created_at and updated_at are shared (@hash, @now). */
+/**
+ * One task's values, in the order of encode(): id, owner, state, the spec's columns (rows.ts
+ * TASK_SPEC_COLUMNS), then run_after, idempotency_key, schedule_id, scheduled_at; request_hash,
+ * created_at and updated_at are shared (@hash, @now).
+ */
+const TASK_VALUES = 7 + TASK_SPEC_COLUMNS.length;
 const TASK_ROW_SQL = valuesInsert(
-  `INSERT INTO tasks (id, owner, state, name, kind, command, args, script, interpreter, env, timeout_ms,
-   max_retries, retry_base_delay_ms, retry_factor, retry_max_delay_ms, priority, labels, requires, cwd, run_after,
-   idempotency_key, schedule_id, scheduled_at, request_hash, created_at, updated_at)`,
-  '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, @hash, @now, @now)',
+  `INSERT INTO tasks (id, owner, state, ${TASK_SPEC_COLUMNS.join(', ')}, run_after, idempotency_key, schedule_id, scheduled_at,
+   request_hash, created_at, updated_at)`,
+  `(${Array<string>(TASK_VALUES).fill('?').join(', ')}, @hash, @now, @now)`,
 );
-const TASK_VALUES = 23;
 /**
  * @events: [id, runAfter, submitted detail as JSON text] a task (encode): both events of each
  * task released now, only `submitted` of a task to run later, in item order. Kept over json_each:
@@ -94,10 +97,8 @@ function encode(tasks: readonly NewTask[], ownerOf: (i: number) => string, key: 
   const values: unknown[] = [];
   const events: unknown[] = [];
   tasks.forEach(({ id, spec, runAfter, slot, detail }, i) => {
-    const p = taskSpecParams(spec);
     const after = runAfter ?? null;
-    values.push(id, ownerOf(i), after === null ? 'waiting' : 'ready', p.name, p.kind, p.command, p.args, p.script, p.interpreter, p.env, p.timeout_ms,
-      p.max_retries, p.retry_base_delay_ms, p.retry_factor, p.retry_max_delay_ms, p.priority, p.labels, p.requires, p.cwd, after,
+    values.push(id, ownerOf(i), after === null ? 'waiting' : 'ready', ...taskSpecValues(spec), after,
       key === null ? null : batchItemKey(key, i), slot?.scheduleId ?? null, slot?.scheduledAt ?? null);
     const d = submittedDetail(after, detail);
     events.push([id, after, d === null ? null : JSON.stringify(d)]);

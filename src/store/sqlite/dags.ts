@@ -21,7 +21,7 @@ import {
   type DagVersionRow,
 } from '../dag-rows.js';
 import type { DagCancelResult, DagFilter, DagRecord, DagRunFilter, DagRunPage, DagRunRecord, DagRunStep, DagStore, StartDagRun } from '../dags.js';
-import { taskSpecParams, type TaskRow } from '../rows.js';
+import { TASK_SPEC_COLUMNS, taskSpecValues, type TaskRow } from '../rows.js';
 import { pageOf } from '../task-list.js';
 import { dagRunListQuery, stepCountsOf, stepCountsSql } from '../dag-run-list.js';
 import { insertChunked, valuesInsert } from './chunked-insert.js';
@@ -37,15 +37,15 @@ const DAG_VERSION_SQL = `SELECT d.id, d.owner, d.name, v.version, v.definition, 
 /**
  * A run's step tasks, all `ready` (pending): the run's start then releases
  * the roots through the same plan as any progress. STEP_VALUES values a step
- * (stepValues), in 128-row statements (chunked-insert.ts, as createTasks
+ * (stepValues: id, the spec's columns of rows.ts TASK_SPEC_COLUMNS, the
+ * step's name), in 128-row statements (chunked-insert.ts, as createTasks
  * inserts a batch); the owner, the run and the time are shared.
  */
+const STEP_VALUES = 2 + TASK_SPEC_COLUMNS.length;
 const STEP_ROW_SQL = valuesInsert(
-  `INSERT INTO tasks (id, name, kind, command, args, script, interpreter, env, timeout_ms, max_retries, retry_base_delay_ms,
-   retry_factor, retry_max_delay_ms, priority, labels, requires, cwd, dag_step, owner, state, dag_run_id, created_at, updated_at)`,
-  "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, @owner, 'ready', @run, @now, @now)",
+  `INSERT INTO tasks (id, ${TASK_SPEC_COLUMNS.join(', ')}, dag_step, owner, state, dag_run_id, created_at, updated_at)`,
+  `(${Array<string>(STEP_VALUES).fill('?').join(', ')}, @owner, 'ready', @run, @now, @now)`,
 );
-const STEP_VALUES = 18;
 /** The `submitted` event of each step; @events: [id, detail as JSON text] a step, in step order. */
 const INSERT_SUBMITTED = `INSERT INTO task_events (task_id, from_state, to_state, reason, actor, at, detail)
  SELECT j.value ->> 0, NULL, 'ready', 'submitted', @actor, @now, j.value ->> 1 FROM json_each(@events) AS j ORDER BY j.key`;
@@ -55,9 +55,7 @@ function stepValues(tasks: readonly NewTask[], names: readonly string[]): { valu
   const values: unknown[] = [];
   const events: unknown[] = [];
   tasks.forEach(({ id, spec, detail }, i) => {
-    const p = taskSpecParams(spec);
-    values.push(id, p.name, p.kind, p.command, p.args, p.script, p.interpreter, p.env, p.timeout_ms, p.max_retries, p.retry_base_delay_ms,
-      p.retry_factor, p.retry_max_delay_ms, p.priority, p.labels, p.requires, p.cwd, names[i]);
+    values.push(id, ...taskSpecValues(spec), names[i]);
     const d = submittedDetail(null, detail);
     events.push([id, d === null ? null : JSON.stringify(d)]);
   });
