@@ -79,6 +79,10 @@ export function planAttemptEnd(task: Pick<Task, 'state' | 'retry' | 'retriesUsed
       }
       return { ...same, lostCount, state: 'waiting', result: null, event: go('waiting', 'worker_lost', { lostCount }) };
     }
+    case 'returned':
+      // Given back from the worker's prefetch queue before it started (the server asked: core/task.ts):
+      // nothing ran, so neither a retry nor the lost count is used.
+      return { ...same, state: 'waiting', result: null, event: go('waiting', 'returned') };
     case 'start_failed':
       // The command could not be started (not found, not executable, missing cwd): another
       // attempt would fail the same way, so no retry is used and the task fails now.

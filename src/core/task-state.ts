@@ -7,7 +7,7 @@
  *     │          │◄──────────┼──────────────────────────────────────────────────────────┘
  *     │          │           ├─(attempt failed, none left)────► failed
  *     │          │           ├─(could not start: start_failed, no retry)──► failed
- *     │          └───────────┴─(worker lost: does not use a retry)
+ *     │          └───────────┴─(worker lost, or a queued attempt given back unstarted: no retry used)
  *     ├──────────────── cancelled (from any non-terminal state)
  *     └─(a DAG step whose dependencies rule it out: core/dag/release.ts)──► skipped
  *
@@ -50,6 +50,7 @@ export const TRANSITION_REASONS = [
   'start_failed',
   'backoff_elapsed',
   'worker_lost',
+  'returned',
   'lost_cap_exceeded',
   'cancel_requested',
   'manual_retry',
@@ -67,7 +68,7 @@ export const TRANSITIONS: Table = {
     succeeded: ['attempt_succeeded'],
     retrying: ['attempt_failed', 'attempt_timed_out'],
     failed: ['retries_exhausted', 'lost_cap_exceeded', 'start_failed'],
-    waiting: ['worker_lost'],
+    waiting: ['worker_lost', 'returned'],
     cancelled: ['cancel_requested'],
   },
   retrying: { waiting: ['backoff_elapsed'], cancelled: ['cancel_requested'] },

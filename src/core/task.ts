@@ -49,12 +49,16 @@ export type AttemptState = 'running' | 'succeeded' | 'failed' | 'timed_out' | 'c
  * permission denied, not executable, missing cwd); it is stored as attempt state
  * `failed` (attemptStateOf) and ends the task `failed` at once, without a retry
  * (core/attempt-end.ts): it would fail the same way again.
+ * `returned`: the worker gave back an assignment it held queued (prefetch) and
+ * never started, because the server asked it to (protocol `give_back`: another
+ * worker had a free slot). Stored as attempt state `lost`; the task waits
+ * again at once, without using a retry or counting as a lost worker.
  */
-export type AttemptOutcome = Exclude<AttemptState, 'running'> | 'start_failed';
+export type AttemptOutcome = Exclude<AttemptState, 'running'> | 'start_failed' | 'returned';
 
 /** The attempt state an outcome is stored as (the attempts table keeps its six states). */
 export function attemptStateOf(outcome: AttemptOutcome): Exclude<AttemptState, 'running'> {
-  return outcome === 'start_failed' ? 'failed' : outcome;
+  return outcome === 'start_failed' ? 'failed' : outcome === 'returned' ? 'lost' : outcome;
 }
 
 export interface TaskResult {

@@ -138,6 +138,18 @@ describe('planAttemptEnd', () => {
     });
   });
 
+  it('returned (given back from a prefetch queue unstarted): waiting, with neither a retry nor a loss counted, even at the lost cap', () => {
+    const end = ending('returned', { durationMs: 0, error: 'given back unstarted: another worker has a free slot' });
+    const plan = planAttemptEnd(running({ retriesUsed: 2, lostCount: DEFAULT_MAX_LOST }), end, new FakeClock().now());
+    assert.deepEqual([plan.state, plan.retriesUsed, plan.lostCount, plan.runAfter, plan.result, plan.outputs], ['waiting', 2, DEFAULT_MAX_LOST, null, null, null]);
+    assert.deepEqual(plan.event, {
+      from: 'running',
+      to: 'waiting',
+      reason: 'returned',
+      detail: { attempt: 1, outcome: 'returned', exitCode: null, signal: null, error: 'given back unstarted: another worker has a free slot' },
+    });
+  });
+
   it(`lost beyond the cap (${DEFAULT_MAX_LOST}): failed with a result that says so`, () => {
     const now = new FakeClock().now();
     assert.equal(planAttemptEnd(running({ lostCount: DEFAULT_MAX_LOST - 1 }), ending('lost'), now).state, 'waiting');

@@ -40,6 +40,7 @@ describe('task state machine', () => {
         'running>failed:lost_cap_exceeded',
         'running>failed:start_failed',
         'running>waiting:worker_lost',
+        'running>waiting:returned',
         'running>cancelled:cancel_requested',
         'retrying>waiting:backoff_elapsed',
         'retrying>cancelled:cancel_requested',

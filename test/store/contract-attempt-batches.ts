@@ -220,6 +220,20 @@ export function runAttemptBatchContract(name: string, open: Opened, hooks: Contr
         assert.deepEqual([counts.waiting, counts.running, counts.succeeded, counts.retrying], [0, 2, 1, 2]);
       });
 
+      it('with the claimed tasks: a returned attempt (given back unstarted) waits again, no retry or loss counted, and a refill may take it', async () => {
+        const t = await h.submit({ now: T0 });
+        const [c] = await h.store.claimMany(worker(), 1, T0 + 10, LEASE);
+        const res = await h.store.endAndClaim([exit(c!, 'returned')], refill(1, 'w2'), T0 + 20);
+        const r = res.ended[0]!;
+        assert.deepEqual([r.task.state, r.task.retriesUsed, r.task.lostCount, r.attempt.state, r.attempt.endedAt], ['waiting', 0, 0, 'lost', T0 + 20]);
+        assert.deepEqual(await h.store.getAttempt(c!.attempt.id), r.attempt);
+        const ev = (await h.store.listEvents(t.id)).find((e) => e.reason === 'returned');
+        assert.deepEqual([ev?.from, ev?.to, ev?.actor], ['running', 'waiting', 'worker:w1']);
+        // The same transaction's refill (another worker's here) claims it again: attempt 2.
+        assert.deepEqual(res.claims.map((x) => [x.task.id, x.attempt.workerId, x.attempt.number]), [[t.id, 'w2', 2]]);
+        assert.deepEqual(await h.store.getTask(t.id), res.claims[0]!.task);
+      });
+
       it('with a claimed task the rows no longer match (cancelled, or other retries): ends as the rows say', async () => {
         for (let i = 0; i < 2; i++) await h.submit({ now: T0 + i, retry: { maxRetries: 1 } });
         const [cancelled, stale] = await h.store.claimMany(worker(), 2, T0 + 10, LEASE);

@@ -285,6 +285,32 @@ export function runAttemptContract(name: string, open: Opened): void {
         assert.deepEqual(await h.store.getAttempt(again.attempt.id), again.attempt);
       });
 
+      it('returned (a queued attempt given back unstarted): back to waiting, neither a retry nor the lost count used', async () => {
+        const t = await h.submit();
+        const c = await h.claim(T0);
+        const r = await h.end(c, 'returned', T0 + 5);
+        assert.ok(r);
+        assert.deepEqual([r.task.state, r.task.lostCount, r.task.retriesUsed, r.task.runAfter, r.task.result], ['waiting', 0, 0, null, null]);
+        // The attempts table keeps its six states: a returned attempt is stored lost.
+        assert.equal(r.attempt.state, 'lost');
+        assert.deepEqual(await h.store.getTask(t.id), r.task);
+        assert.deepEqual(await h.store.getAttempt(c.attempt.id), r.attempt);
+        const ev = (await h.store.listEvents(t.id)).at(-1)!;
+        assert.deepEqual([ev.from, ev.to, ev.reason], ['running', 'waiting', 'returned']);
+        assert.equal((ev.detail as { outcome?: string }).outcome, 'returned');
+        const again = await h.claim(T0 + 6);
+        assert.deepEqual([again.task.id, again.attempt.number], [t.id, 2]);
+        // Returned more often than the lost cap allows losses: still never failed by it.
+        let now = T0 + 10;
+        let last = again;
+        for (let i = 0; i < DEFAULT_MAX_LOST + 2; i++) {
+          assert.equal((await h.end(last, 'returned', now))?.task.state, 'waiting');
+          last = await h.claim(now + 1);
+          now += 10;
+        }
+        assert.equal((await h.store.getTask(t.id))?.lostCount, 0);
+      });
+
       it(`lost more than the cap (${DEFAULT_MAX_LOST}) times: failed`, async () => {
         const t = await h.submit();
         let now = T0;
