@@ -108,8 +108,11 @@ export type AgentMessage =
        * `lost`: the agent gave the attempt up without a result (drain timeout): it runs again elsewhere without using a retry.
        * `start_failed`: the process could not be started (not found, not executable, missing cwd; `error` says which):
        * the task fails at once without a retry.
+       * `returned`: a queued attempt (prefetch) given back unstarted, as a `give_back` asked; the task
+       * waits again without using a retry. The server takes it only for an attempt it asked back
+       * (otherwise it counts as `lost`).
        */
-      outcome: 'succeeded' | 'failed' | 'timed_out' | 'cancelled' | 'lost' | 'start_failed';
+      outcome: 'succeeded' | 'failed' | 'timed_out' | 'cancelled' | 'lost' | 'start_failed' | 'returned';
       exitCode: number | null;
       signal: string | null;
       error: string | null;
@@ -154,7 +157,17 @@ export type ServerMessage =
    * finish within the agent's drain timeout, then stop the rest and report them
    * `lost` (they run elsewhere). The agent stays connected, idle.
    */
-  | { type: 'drain'; reason: string };
+  | { type: 'drain'; reason: string }
+  /**
+   * Of these attempts, the agent gives back those it still holds queued
+   * (prefetch) and has not started: each is reported at once as an exit with
+   * outcome `returned`, and runs elsewhere. Those it started meanwhile (or
+   * never had) it keeps and says nothing about. Sent when another worker of
+   * this server has a free slot and no task waits for it (scheduler.ts
+   * takeBack). An agent older than this message ignores it; its queued
+   * attempts then wait for its own slots, as before.
+   */
+  | { type: 'give_back'; attemptIds: number[]; reason: string };
 
 export const WORKER_CONNECT_PATH = '/v1/workers/connect';
 export const PROTOCOL_VERSION = '3';

@@ -56,6 +56,16 @@ export interface WorkerLink {
   assign(task: Task, attempt: Attempt): boolean;
   /** Forgets an attempt the server ended (lease expiry). */
   drop(attemptId: number): void;
+  /**
+   * The attempts that may still wait in the agent's prefetch queue (not
+   * started, not asked back yet), newest first, with their tasks' placement
+   * (worker-session.ts says how it guesses). Absent: none (takeBack).
+   */
+  queuedGuess?(): Array<{ attemptId: number; requires: Readonly<Record<string, string>> }>;
+  /** Asks the agent to give queued attempts back (protocol `give_back`), each once. */
+  askBack?(attemptIds: number[], reason: string): void;
+  /** Attempts asked back whose answer has not come (neither returned nor reported started). */
+  askedPending?(): number;
   /** False if the socket is gone. */
   send(msg: ServerMessage): boolean;
   close(reason: string): void;
@@ -187,10 +197,57 @@ export class Scheduler {
    * free), reserves what it asks for until its answer is assigned, so two
    * claims in flight can never together exceed the worker's slots.
    */
-  freeSlots(link: WorkerLink, withPrefetch = true): number {
+  freeSlots(link: WorkerLink, withPrefetch = true, ending = 0): number {
     if (link.draining) return 0;
     const capacity = link.slots + (withPrefetch ? (link.prefetch ?? 0) : 0);
-    return Math.max(0, capacity - link.runningCount - (this.reserved.get(link) ?? 0));
+    // `ending`: attempts of the link whose ends are being written now, still counted in runningCount.
+    return Math.max(0, capacity - (link.runningCount - ending) - (this.reserved.get(link) ?? 0));
+  }
+
+  /** Does a worker other than `link` have a slot free now (its prefetch not counted)? */
+  otherHasFreeSlot(link: WorkerLink): boolean {
+    for (const l of this.links.values()) if (l !== link && this.freeSlots(l, false) > 0) return true;
+    return false;
+  }
+
+  /**
+   * Called when a claim for free slots came back short (no waiting task fills
+   * them): asks workers that hold assignments queued in their prefetch to give
+   * back as many as those free slots can run (placement respected), newest
+   * first. Their agents report each still queued one `returned` (never
+   * started); it waits again, and the next pass, which fills slots before any
+   * prefetch, gives it to the free worker. Without this a task could wait
+   * behind one agent's long runs while another agent idles. Only this
+   * server's workers are seen: a free worker on another server does not take
+   * back from a worker here (each server dispatches to its own sessions).
+   */
+  takeBack(): void {
+    if (this.stopped) return;
+    const donors = [...this.links.values()].filter((l) => (l.prefetch ?? 0) > 0 && l.runningCount > l.slots && l.queuedGuess && l.askBack);
+    if (donors.length === 0) return;
+    const free = new Map<WorkerLink, number>();
+    let budget = 0;
+    for (const l of this.links.values()) {
+      const f = this.freeSlots(l, false);
+      if (f > 0) free.set(l, f);
+      budget += f;
+    }
+    // Those asked back already and not yet answered are on their way to these free slots: not asked for twice.
+    for (const l of this.links.values()) budget -= l.askedPending?.() ?? 0;
+    for (const d of donors) {
+      if (free.size === 0 || budget <= 0) return;
+      const ids: number[] = [];
+      for (const q of d.queuedGuess!()) {
+        const to = [...free.keys()].find((l) => l !== d && satisfies(l.labels, q.requires));
+        if (!to) continue;
+        ids.push(q.attemptId);
+        const left = free.get(to)! - 1;
+        if (left > 0) free.set(to, left);
+        else free.delete(to);
+        if (free.size === 0 || --budget <= 0) break;
+      }
+      if (ids.length > 0) d.askBack!(ids, 'another worker has a free slot');
+    }
   }
 
   /** Reserves `n` slots of `link` (see freeSlots); the returned function releases them, once. */
@@ -308,6 +365,8 @@ export class Scheduler {
       for (const claim of batch) if (!link.assign(claim.task, claim.attempt)) unsent.push(claim.attempt);
     }
     await this.giveBack(unsent);
+    // Slots left free with nothing waiting for them: what other workers hold queued may run there.
+    if (runSlots && !filled) this.takeBack();
   }
 
   private asks(withPrefetch: boolean): Array<[WorkerLink, number]> {

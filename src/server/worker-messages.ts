@@ -67,7 +67,7 @@ const Exit = Type.Object(
     type: Type.Literal('exit'),
     attemptId: AttemptId,
     fencingToken: Token,
-    outcome: Type.Union(['succeeded', 'failed', 'timed_out', 'cancelled', 'lost', 'start_failed'].map((o) => Type.Literal(o))),
+    outcome: Type.Union(['succeeded', 'failed', 'timed_out', 'cancelled', 'lost', 'start_failed', 'returned'].map((o) => Type.Literal(o))),
     exitCode: Type.Union([Type.Integer({ minimum: -(2 ** 31), maximum: 2 ** 31 - 1 }), Type.Null()]),
     signal: Type.Union([Text(32), Type.Null()]),
     error: Type.Union([Text(MAX_EXIT_ERROR_CHARS), Type.Null()]),

@@ -25,7 +25,7 @@
 import type { WebSocket } from 'ws';
 import type { Clock } from '../core/clock.js';
 import { tokensEqual } from '../core/fence.js';
-import { packFrames, PROTOCOL_VERSION, type AgentMessage, type AssignedAttempt, type ServerMessage, type StopOrder } from '../core/protocol.js';
+import { MAX_EXIT_ERROR_CHARS, packFrames, PROTOCOL_VERSION, type AgentMessage, type AssignedAttempt, type ServerMessage, type StopOrder } from '../core/protocol.js';
 import type { Attempt, Task } from '../core/task.js';
 import type { ClaimedTask } from '../store/attempts.js';
 import type { AttemptEndResult, Claim, NewLogChunk, Store, WorkerRecord } from '../store/store.js';
@@ -59,6 +59,20 @@ type LogMsg = Extract<AgentMessage, { type: 'log' }>;
 type ExitMsg = Extract<AgentMessage, { type: 'exit' }>;
 type ReportMsg = Extract<AgentMessage, { type: 'log' | 'exit' | 'started' }>;
 
+/**
+ * What the session keeps of an attempt it assigned or re-attached. `requires`: the
+ * task's placement, kept for the attempts this session assigned (a re-attached one
+ * may already run); with `started` (the agent's `started` report) and `askedBack`
+ * it tells which attempts may still sit in the agent's prefetch queue (queuedGuess).
+ */
+interface HeldBySession {
+  token: string;
+  claimed: ClaimedTask;
+  requires?: Readonly<Record<string, string>>;
+  started?: boolean;
+  askedBack?: boolean;
+}
+
 /** Close codes (4000-4999 are the application's). */
 const CLOSE_PROTOCOL = 4002;
 
@@ -84,7 +98,15 @@ export class WorkerSession implements WorkerLink {
    * and its task as the claim (or the re-attaching check) read it, which lets the store plan the end
    * without reading the rows first (EndRequest.claimed).
    */
-  readonly attempts = new Map<number, { token: string; claimed: ClaimedTask }>();
+  readonly attempts = new Map<number, HeldBySession>();
+  /** Attempts whose exits a batch in flight is ending (onExits), with how many batches are. */
+  private readonly ending = new Map<number, number>();
+  /** The attempts being ended that this session still holds (counted in runningCount until deleted). */
+  private endingHeld(): number {
+    let n = 0;
+    for (const id of this.ending.keys()) if (this.attempts.has(id)) n++;
+    return n;
+  }
   /** The agent said it is draining (protocol `draining`). */
   draining = false;
   /** When a frame last arrived (server clock): a session silent past the liveness bound may be replaced. */
@@ -156,10 +178,51 @@ export class WorkerSession implements WorkerLink {
 
   /** Pushes a claimed attempt to the agent; false if the socket is gone (the caller gives the task back). */
   assign(task: Task, attempt: Attempt): boolean {
-    this.attempts.set(attempt.id, { token: attempt.fencingToken, claimed: claimedTask(task, attempt) });
+    this.attempts.set(attempt.id, { token: attempt.fencingToken, claimed: claimedTask(task, attempt), requires: task.requires });
     if (this.send({ type: 'assign', attempt: assignment(task, attempt) })) return true;
     this.attempts.delete(attempt.id);
     return false;
+  }
+
+  /**
+   * The attempts that may still wait in the agent's prefetch queue, newest
+   * first (the agent starts the oldest first): assigned by this session, not
+   * reported started, not asked back yet; at most as many as the worker holds
+   * beyond its slots, less those asked back and not yet returned. A guess:
+   * the agent, which holds the queue, gives back only those still queued.
+   */
+  queuedGuess(): Array<{ attemptId: number; requires: Readonly<Record<string, string>> }> {
+    if (this.prefetch === 0 || this.draining || this.attempts.size <= this.slots) return [];
+    const held = [...this.attempts];
+    let room = held.length - this.slots - held.filter(([, a]) => a.askedBack).length;
+    const out: Array<{ attemptId: number; requires: Readonly<Record<string, string>> }> = [];
+    for (let i = held.length - 1; i >= 0 && room > 0; i--) {
+      const [attemptId, a] = held[i]!;
+      if (a.requires === undefined || a.started || a.askedBack) continue;
+      out.push({ attemptId, requires: a.requires });
+      room--;
+    }
+    return out;
+  }
+
+  /** Attempts asked back that the agent has neither returned nor reported started. */
+  askedPending(): number {
+    let n = 0;
+    for (const a of this.attempts.values()) if (a.askedBack && !a.started) n++;
+    return n;
+  }
+
+  /** Asks the agent to give these queued attempts back (protocol `give_back`); each is asked once. */
+  askBack(attemptIds: number[], reason: string): void {
+    const ids = attemptIds.filter((id) => {
+      const a = this.attempts.get(id);
+      if (!a || a.askedBack) return false;
+      a.askedBack = true;
+      return true;
+    });
+    if (ids.length === 0) return;
+    this.log.info({ workerId: this.workerId, attempts: ids, reason }, 'asking the worker to give back queued attempts');
+    this.send({ type: 'give_back', attemptIds: ids, reason });
   }
 
   /** Forget an attempt the server ended on its own (lease expiry). */
@@ -280,9 +343,12 @@ export class WorkerSession implements WorkerLink {
         return this.onHello(msg as HelloMessage);
       case 'heartbeat':
         return this.onHeartbeat(msg);
-      case 'started':
+      case 'started': {
         if (!this.owns(msg)) return this.fenced(msg.attemptId, 'started', 'not an attempt of this worker');
+        const a = this.attempts.get(msg.attemptId);
+        if (a) a.started = true;
         return;
+      }
       case 'draining':
         this.draining = true;
         this.log.info({ workerId: this.workerId, running: this.attempts.size }, 'worker is draining: no new work');
@@ -421,49 +487,73 @@ export class WorkerSession implements WorkerLink {
     const mine = msgs.filter((m) => this.owns(m));
     const refused = msgs.filter((m) => !this.owns(m));
     const actor = `worker:${this.workerId}`;
-    const requests = mine.map((m) => ({
-      attemptId: m.attemptId,
-      fencingToken: m.fencingToken,
-      // outputs: validated with the frame (worker-messages.ts); the store records them only if the task succeeds now.
-      end: { outcome: m.outcome, exitCode: m.exitCode, signal: m.signal, error: m.error, durationMs: Math.round(m.durationMs), outputs: m.outputs ?? null },
-      actor,
-      guard: { workerId: this.workerId },
-      claimed: this.attempts.get(m.attemptId)!.claimed,
-    }));
-    // Every attempt reported here leaves this session's count once answered: those slots, and any already free, are refilled.
-    const max = this.draining || this.closed ? 0 : Math.min(MAX_CLAIMS_PER_ROUND, this.scheduler.freeSlots(this) + new Set(mine.map((m) => m.attemptId)).size);
+    const requests = mine.map((m) => {
+      const held = this.attempts.get(m.attemptId)!;
+      // `returned` (no retry used, not counted as lost) only for an attempt this session asked back: any other
+      // is taken as `lost`, so an agent cannot keep a task from ever running by returning it again and again
+      // (the lost count has a cap, core/attempt-end.ts).
+      const unasked = m.outcome === 'returned' && !held.askedBack;
+      const outcome = unasked ? 'lost' : m.outcome;
+      const error = unasked ? `returned without being asked back: ${m.error ?? ''}`.slice(0, MAX_EXIT_ERROR_CHARS) : m.error;
+      return {
+        attemptId: m.attemptId,
+        fencingToken: m.fencingToken,
+        // outputs: validated with the frame (worker-messages.ts); the store records them only if the task succeeds now.
+        end: { outcome, exitCode: m.exitCode, signal: m.signal, error, durationMs: Math.round(m.durationMs), outputs: m.outputs ?? null },
+        actor,
+        guard: { workerId: this.workerId },
+        claimed: held.claimed,
+      };
+    });
+    // Every attempt reported here leaves this session's count once answered: those slots, and any already free, are
+    // refilled; the prefetch's only when no other worker of this server has a slot free (as in Scheduler.dispatchPass),
+    // so tasks given back (outcome `returned`) go to that worker, not back into this one's queue. The attempts that
+    // batches in flight are ending count as free already, and their refills are reserved (Scheduler.reserve) until
+    // assigned: two batches at once fill the slots exactly once.
+    const endingIds = [...new Set(mine.map((m) => m.attemptId))];
+    for (const id of endingIds) this.ending.set(id, (this.ending.get(id) ?? 0) + 1);
+    const withPrefetch = !this.scheduler.otherHasFreeSlot(this);
+    const max = this.draining || this.closed ? 0 : Math.min(MAX_CLAIMS_PER_ROUND, this.scheduler.freeSlots(this, withPrefetch, this.endingHeld()));
     const release = this.scheduler.reserve(this, max);
-    let ended: Array<AttemptEndResult | null> = [];
     let claims: Claim[] = [];
+    let requeued = false;
+    let unsent: Claim[] = [];
     try {
+      let ended: Array<AttemptEndResult | null> = [];
       const refill = max > 0 ? { worker: { id: this.workerId, labels: this.labels }, max, leaseMs: this.scheduler.opts.leaseMs } : null;
       const [res] = await Promise.all([
         requests.length || refill ? this.store.endAndClaim(requests, refill, this.clock.now()) : Promise.resolve({ ended: [], claims: [] }),
         ...refused.map((m) => this.fenced(m.attemptId, 'exit', 'not an attempt of this worker')),
       ]);
       ({ ended, claims } = res);
+      for (const [i, m] of mine.entries()) {
+        const r = ended[i];
+        this.attempts.delete(m.attemptId);
+        if (r) {
+          if (r.task.state === 'retrying' && r.task.runAfter !== null) this.scheduler.wakeAtTime(r.task.runAfter);
+          if (r.task.state === 'waiting') requeued = true;
+        } else {
+          const a = await this.store.getAttempt(m.attemptId);
+          // An exit for an attempt of ours that already ended normally is a resend after a reconnect: ack it again.
+          // One for an attempt that was declared lost is a fenced report.
+          if (!a || a.state === 'lost' || a.state === 'running') await this.fenced(m.attemptId, 'exit');
+        }
+        this.send({ type: 'exit_ack', attemptId: m.attemptId });
+      }
+      unsent = claims.filter((c) => !this.assign(c.task, c.attempt));
     } finally {
       release();
-    }
-    let requeued = false;
-    for (const [i, m] of mine.entries()) {
-      const res = ended[i];
-      this.attempts.delete(m.attemptId);
-      if (res) {
-        if (res.task.state === 'retrying' && res.task.runAfter !== null) this.scheduler.wakeAtTime(res.task.runAfter);
-        if (res.task.state === 'waiting') requeued = true;
-      } else {
-        const a = await this.store.getAttempt(m.attemptId);
-        // An exit for an attempt of ours that already ended normally is a resend after a reconnect: ack it again.
-        // One for an attempt that was declared lost is a fenced report.
-        if (!a || a.state === 'lost' || a.state === 'running') await this.fenced(m.attemptId, 'exit');
+      for (const id of endingIds) {
+        const n = this.ending.get(id)! - 1;
+        if (n > 0) this.ending.set(id, n);
+        else this.ending.delete(id);
       }
-      this.send({ type: 'exit_ack', attemptId: m.attemptId });
     }
-    const unsent = claims.filter((c) => !this.assign(c.task, c.attempt));
     await this.scheduler.giveBack(unsent.map((c) => c.attempt));
     // A task these ends requeued may suit another worker better; an empty refill means nothing waits for this one.
     if (requeued || unsent.length) this.scheduler.kick();
+    // A refill that came back short left slots free that no waiting task fills: another worker's queued ones may.
+    else if (claims.length < max || max === 0) this.scheduler.takeBack();
   }
 
   private async fenced(attemptId: number, kind: string, why?: string): Promise<void> {

@@ -486,6 +486,8 @@ class WorkerAgent implements Agent {
         this.log.warn({ reason: m.reason }, 'the server drains this worker');
         void this.startDrain();
         return;
+      case 'give_back':
+        return this.onGiveBack(m.attemptIds, m.reason);
       default: {
         const unknown: { type?: unknown } = m;
         this.log.warn({ type: unknown.type }, 'ignored an unknown message type');
@@ -622,6 +624,26 @@ class WorkerAgent implements Agent {
     this.endUnstarted(q.attempt, 'cancelled', o.reason || null, q.leaseConfirmedAt).stopOrdered = true;
   }
 
+  /**
+   * The server asks back queued attempts (protocol `give_back`): those still
+   * queued leave the queue and are reported `returned` at once, never started;
+   * one already started, or not ours, is kept and not mentioned (the agent,
+   * which holds the queue, decides: prefetch-queue.ts).
+   */
+  private onGiveBack(attemptIds: unknown, reason: unknown): void {
+    if (!Array.isArray(attemptIds)) return;
+    const back: Queued[] = [];
+    for (const id of attemptIds) {
+      const q = typeof id === 'number' ? this.queued.take(id) : undefined;
+      if (q) back.push(q);
+    }
+    if (back.length === 0) return;
+    const why = typeof reason === 'string' && reason ? reason.slice(0, 200) : 'the server asked for it back';
+    this.log.info({ attempts: back.map((q) => q.attempt.attemptId), reason: why }, 'gave back queued attempts (never started)');
+    for (const q of back) this.endUnstarted(q.attempt, 'returned', `given back unstarted: ${why}`, q.leaseConfirmedAt);
+    this.scheduleFence();
+  }
+
   /** Drain or close: every queued attempt is reported `lost` at once (never started), so it runs elsewhere without using a retry. */
   private giveBackQueued(reason: string): void {
     const all = this.queued.clear();
@@ -635,7 +657,7 @@ class WorkerAgent implements Agent {
    * Holds an attempt that never runs and reports its end (`outcome`, `error`): the noop executor, killed
    * before it starts, so no `started` goes out, just the exit, kept until `exit_ack` like any other.
    */
-  private endUnstarted(a: AssignedAttempt, outcome: 'lost' | 'cancelled', error: string | null, leaseConfirmedAt?: number): HeldAttempt {
+  private endUnstarted(a: AssignedAttempt, outcome: 'lost' | 'cancelled' | 'returned', error: string | null, leaseConfirmedAt?: number): HeldAttempt {
     const h = this.hold(a, { ...this.runner, executor: 'noop' }, leaseConfirmedAt);
     h.run.kill(outcome, error);
     return h;

@@ -20,10 +20,11 @@
  * and 848 tasks/s as is against 868, 898 and 945/s; the server's CPU 1.20-1.37
  * s against 1.03-1.20 s. 1 ms and 5 ms: no clearer. Within the spread, and
  * each end would reach the server and the user later.
- * The cost: a queued task waits behind this agent's running ones even when
- * another agent has a free slot, so the default is 0 (none), and the
- * scheduler fills a worker's prefetch only when no worker has a free slot
- * (scheduler.ts dispatchPass).
+ * The cost: a queued task waits behind this agent's running ones. So the
+ * default is 0 (none); the server fills a worker's prefetch only when no
+ * worker has a free slot (scheduler.ts dispatchPass, worker-session.ts
+ * refill); and when one of its workers has a free slot that no waiting task
+ * fills, it asks back what other workers hold queued (give_back below).
  *
  * Contract (the agent, agent.ts, keeps it):
  * - A queued attempt is leased to this worker like a running one: listed in
@@ -35,6 +36,11 @@
  *   without starting it; a `report: false` stop drops it.
  * - A drain or a shutdown gives every queued attempt back at once, reported
  *   `lost`, so the server runs it elsewhere without using a retry.
+ * - A `give_back` from the server (another of its workers has a free slot
+ *   and no task waits for it) takes the named attempts still queued out,
+ *   reported `returned`: they run on that worker, without using a retry or
+ *   counting as lost. One that started meanwhile is kept: the agent, which
+ *   holds the queue, decides, so a give-back never stops a running process.
  */
 import type { AssignedAttempt } from '../core/protocol.js';
 

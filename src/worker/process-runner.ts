@@ -85,8 +85,12 @@ import type { WorkDirSource } from './spare-work-dirs.js';
 /** What the runner needs of an assignment. */
 export type AttemptSpec = Pick<AssignedAttempt, 'taskId' | 'number' | 'command' | 'args' | 'script' | 'interpreter' | 'env' | 'timeoutMs' | 'cwd'>;
 
-/** `lost`: the agent gave the attempt up (drain timeout); it runs again elsewhere. */
-export type KillReason = 'timed_out' | 'cancelled' | 'lost';
+/**
+ * `lost`: the agent gave the attempt up (drain timeout); it runs again elsewhere.
+ * `returned`: a queued attempt given back before it started, as the server asked (agent.ts onGiveBack);
+ * only ever the reason of an attempt that never ran.
+ */
+export type KillReason = 'timed_out' | 'cancelled' | 'lost' | 'returned';
 
 type ExitReport = Extract<AgentMessage, { type: 'exit' }>;
 /** `outputs` only when the attempt succeeded and its DROVER_OUTPUT file held at least one key. */

@@ -1,7 +1,8 @@
 /**
  * `drover worker --prefetch N` against a real server: the server assigns up
- * to slots + N, the agent runs no more than its slots at once, and a drain
- * gives the queued tasks back at once to run elsewhere without using a retry.
+ * to slots + N, the agent runs no more than its slots at once, a drain gives
+ * the queued tasks back at once to run elsewhere without using a retry, and
+ * a worker with a free slot takes them back (give_back) without a drain.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -45,29 +46,58 @@ describe('e2e: drover worker --prefetch', () => {
     await c.api.req('POST', '/v1/workers/pf/drain');
   });
 
-  it('a drain gives the queued tasks back at once: they run on another worker, no retry used', async () => {
-    await c.startWorker({ id: 'busy', slots: 1, extra: ['--prefetch', '2', '--drain-timeout', '30s'] });
-    const long = await c.api.submit({ script: 'echo running; sleep 3' });
+  /** Starts worker `id` (1 slot, prefetch 2), runs a long task on it and queues two short ones behind it. */
+  async function busyWithQueue(id: string, sleep: string): Promise<{ long: string; queued: string[] }> {
+    await c.startWorker({ id, slots: 1, extra: ['--prefetch', '2', '--drain-timeout', '30s'] });
+    const long = await c.api.submit({ script: `echo running; sleep ${sleep}` });
     await c.api.waitState(long, ['running']);
     const queued = [await c.api.submit({ command: 'true' }), await c.api.submit({ command: 'true' })];
-    await until('both queued on busy', async () => {
+    await until(`both queued on ${id}`, async () => {
       const ws = (await c.api.req('GET', '/v1/workers')).body.workers as Array<{ id: string; slotsUsed: number }>;
-      return ws.find((x) => x.id === 'busy')?.slotsUsed === 3 ? true : undefined;
+      return ws.find((x) => x.id === id)?.slotsUsed === 3 ? true : undefined;
     });
-    await c.startWorker({ id: 'other', slots: 2 });
+    return { long, queued };
+  }
+
+  it('a drain gives the queued tasks back at once: they run on another worker, no retry used', async () => {
+    const { long, queued } = await busyWithQueue('busy', '6');
     const t0 = Date.now();
     assert.equal((await c.api.req('POST', '/v1/workers/busy/drain')).status, 200);
+    // Given back at once, and waiting: no other worker is there yet.
+    for (const id of queued) await c.api.waitState(id, ['waiting']);
+    await c.startWorker({ id: 'other', slots: 2 });
     for (const id of queued) {
       const d = await c.api.waitDone(id);
       assert.equal(d.task.state, 'succeeded');
       assert.deepEqual(d.attempts.map((a) => [a.workerId, a.state]), [['busy', 'lost'], ['other', 'succeeded']]);
       assert.equal(d.attempts[0].error, 'worker is draining');
       assert.equal(d.task.retriesUsed, 0);
+      assert.ok(d.events.some((e) => e.reason === 'worker_lost'));
     }
-    assert.ok(Date.now() - t0 < 2_500, 'given back without waiting for the running task');
+    assert.ok(Date.now() - t0 < 4_500, 'given back without waiting for the running task');
     // The running one finishes where it is: a drain lets it.
     const d = await c.api.waitDone(long);
     assert.deepEqual(d.attempts.map((a) => [a.workerId, a.state]), [['busy', 'succeeded']]);
+    await c.api.req('POST', '/v1/workers/other/drain');
+  });
+
+  it('a worker with a free slot takes back what another holds queued: returned unstarted, run there, no retry or loss used', async () => {
+    const { long, queued } = await busyWithQueue('busy2', '6');
+    const t0 = Date.now();
+    await c.startWorker({ id: 'free', slots: 2 });
+    for (const id of queued) {
+      const d = await c.api.waitDone(id);
+      assert.equal(d.task.state, 'succeeded');
+      assert.deepEqual(d.attempts.map((a) => [a.workerId, a.state]), [['busy2', 'lost'], ['free', 'succeeded']]);
+      assert.match(d.attempts[0].error, /^given back unstarted: another worker has a free slot/);
+      assert.deepEqual([d.task.retriesUsed, d.task.lostCount], [0, 0]);
+      const back = d.events.find((e) => e.reason === 'returned');
+      assert.deepEqual([back?.from, back?.to, back?.actor], ['running', 'waiting', 'worker:busy2']);
+      assert.equal(d.logs, '', 'nothing ran on busy2');
+    }
+    assert.ok(Date.now() - t0 < 4_500, 'run on the free worker without waiting for the long task');
+    const d = await c.api.waitDone(long);
+    assert.deepEqual(d.attempts.map((a) => [a.workerId, a.state]), [['busy2', 'succeeded']]);
   });
 
   it('refuses a bad --prefetch before connecting, naming the flag', async () => {

@@ -153,6 +153,27 @@ describe('e2e: worker trust boundary', () => {
     assert.equal((await c.api.task(a3.attempt.taskId)).task.state, 'running', 'nothing of a refused frame is applied');
   });
 
+  it('an attempt reported returned that the server never asked back counts as lost, so a worker cannot bounce a task forever', async () => {
+    const f = await fake(otherWorkerToken);
+    f.hello('bouncer', { slots: 1, labels: { pool: 'bounce' } });
+    await f.next('welcome');
+    const id = await c.api.submit({ command: 'true', requires: { pool: 'bounce' } });
+    for (let i = 1; i <= 6; i++) {
+      const a = await f.next('assign', 5_000, (m) => m.attempt.taskId === id);
+      f.send({ type: 'exit', attemptId: a.attempt.attemptId, fencingToken: a.attempt.fencingToken, outcome: 'returned', exitCode: null, signal: null, error: 'not asked', durationMs: 0 });
+      await f.next('exit_ack', 5_000, (m) => m.attemptId === a.attempt.attemptId);
+    }
+    // The lost cap (5): the sixth loss fails the task.
+    const d = await c.api.task(id);
+    assert.equal(d.task.state, 'failed');
+    assert.equal(d.task.lostCount, 6);
+    assert.equal(d.attempts.length, 6);
+    assert.match(d.attempts[0].error, /^returned without being asked back: not asked/);
+    assert.equal(d.events.filter((e: any) => e.reason === 'returned').length, 0);
+    assert.equal(d.events.filter((e: any) => e.reason === 'worker_lost').length, 5);
+    f.close();
+  });
+
   it('outputs in an exit are stored only as a DROVER_OUTPUT file could give them; a malformed or oversized set closes that session and stores nothing', async () => {
     // Each case is one task only these fake agents can run (label pool=outputs), one agent per task.
     const take = async (i: number) => {

@@ -36,8 +36,9 @@ class Link implements WorkerLink {
   has(id: number) {
     return this.attempts.has(id);
   }
-  assign(_task: Task, attempt: Attempt) {
+  assign(task: Task, attempt: Attempt) {
     this.attempts.set(attempt.id, attempt.fencingToken);
+    this.requires.set(attempt.id, task.requires);
     this.sent.push({ type: 'assign', attempt: { attemptId: attempt.id } as never });
     return true;
   }
@@ -49,6 +50,31 @@ class Link implements WorkerLink {
     return true;
   }
   close() {}
+  /** The placement of each assigned attempt's task, and what was asked back (as worker-session.ts keeps them). */
+  readonly requires = new Map<number, Record<string, string>>();
+  readonly askedBack: number[][] = [];
+  queuedGuess() {
+    const asked = new Set(this.askedBack.flat());
+    const held = [...this.attempts.keys()].filter((id) => this.attempts.has(id));
+    let room = held.length - this.slots - held.filter((id) => asked.has(id)).length;
+    const out: Array<{ attemptId: number; requires: Record<string, string> }> = [];
+    for (const id of held.reverse()) {
+      if (room <= 0) break;
+      if (asked.has(id) || this.started.has(id)) continue;
+      out.push({ attemptId: id, requires: this.requires.get(id) ?? {} });
+      room--;
+    }
+    return out;
+  }
+  askBack(ids: number[]) {
+    this.askedBack.push(ids);
+  }
+  /** What the fake's agent reported started. */
+  readonly started = new Set<number>();
+  /** Asked back, still held and not reported started (the fake's agent never returns one). */
+  askedPending() {
+    return this.askedBack.flat().filter((id) => this.attempts.has(id) && !this.started.has(id)).length;
+  }
 }
 
 describe('scheduler', () => {
@@ -234,6 +260,44 @@ describe('scheduler', () => {
     await sched.whenIdle();
     assert.deepEqual([queueing.attempts.size, plain.attempts.size], [4, 1]);
     assert.equal((await store.listTasks({ state: 'waiting', limit: 10 })).tasks.length, 2);
+  });
+
+  it('take-back: a slot left free with nothing waiting asks another worker for its queued attempts, newest first, placement respected, each once', async () => {
+    const busy = new Link('busy', 1, { gpu: 'yes' }, 4);
+    sched.start();
+    sched.addLink(busy);
+    await sched.whenIdle();
+    const tasks = [];
+    for (let i = 0; i < 5; i++) tasks.push(await submit({ name: `q${i}`, ...(i === 4 ? { requires: { gpu: 'yes' } } : {}) }));
+    sched.kick();
+    await sched.whenIdle();
+    assert.equal(busy.attempts.size, 5, 'one running, four queued on busy');
+    assert.deepEqual(busy.askedBack, [], 'nobody to give them to');
+    const [q0, q1, q2, q3, q4] = await Promise.all(tasks.map(async (t) => (await store.getTask(t.id))!.currentAttemptId!));
+    // A worker with two free slots and no gpu label: nothing waits, so it asks busy for two of the queued,
+    // the newest it can run (q4 needs a gpu; q0 was first, so it is the one running).
+    const idle = new Link('idle', 2);
+    sched.addLink(idle);
+    await sched.whenIdle();
+    assert.deepEqual(busy.askedBack, [[q3, q2]]);
+    assert.equal(idle.attempts.size, 0);
+    // Another pass before the answer: those two are on their way to the two free slots, so nothing more is asked.
+    sched.kick();
+    await sched.whenIdle();
+    assert.deepEqual(busy.askedBack, [[q3, q2]]);
+    // The agent had started both meanwhile (its `started` reports): the slots are still free, so the next is asked.
+    busy.started.add(q3!).add(q2!);
+    sched.kick();
+    await sched.whenIdle();
+    assert.deepEqual(busy.askedBack, [[q3, q2], [q1]]);
+    // What is left queued (q4) needs a gpu: a free worker with one asks for it.
+    const gpu = new Link('gpu', 1, { gpu: 'yes' });
+    sched.addLink(gpu);
+    await sched.whenIdle();
+    assert.deepEqual(busy.askedBack, [[q3, q2], [q1], [q4]]);
+    assert.ok((busy.askedBack as number[][]).every((ids) => !ids.includes(q0!)), 'the running one is never asked');
+    // A worker's own free slots never ask itself, and a worker without a prefetch is never asked.
+    assert.deepEqual([idle, gpu].map((l) => l.askedBack), [[], []]);
   });
 
   it('one pass fills every free slot of every worker, most free first, never beyond its slots', async () => {

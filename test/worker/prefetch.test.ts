@@ -149,6 +149,34 @@ describe('agent prefetch', { timeout: 30_000 }, () => {
     });
   });
 
+  it('a give_back returns the named attempts still queued, as returned and never started; a running one and an unknown id are kept and ignored', async () => {
+    await withAgent({ slots: 1, prefetch: 3 }, async ({ conn, endOf }) => {
+      conn.autoAck = true;
+      const running = attempt({ args: ['0.5'] });
+      const [first, second, third] = [attempt(), attempt(), attempt()];
+      for (const a of [running, first, second, third]) conn.send({ type: 'assign', attempt: a });
+      await conn.next('started', (m) => m.attemptId === running.attemptId);
+      conn.send({ type: 'give_back', attemptIds: [third.attemptId, running.attemptId, second.attemptId, 987_654], reason: 'another worker has a free slot' });
+      for (const a of [third, second]) {
+        const exit = await conn.next('exit', (m) => m.attemptId === a.attemptId);
+        assert.deepEqual([exit.outcome, exit.exitCode, exit.signal, exit.error], ['returned', null, null, 'given back unstarted: another worker has a free slot']);
+      }
+      assert.equal(of(conn, 'exit', running.attemptId), -1, 'the running one is not given back');
+      // The one left in the queue runs after the running one; the returned ones never start here.
+      for (const a of [running, first]) assert.equal((await endOf(a.attemptId)).result.outcome, 'succeeded');
+      for (const a of [second, third]) assert.equal(of(conn, 'started', a.attemptId), -1);
+      assert.ok(of(conn, 'exit', running.attemptId) < of(conn, 'started', first.attemptId));
+      // Asked again (or a malformed ask): nothing more is said about them. The assign after them is
+      // handled after them (one socket, in order), so its end shows they were handled.
+      conn.send({ type: 'give_back', attemptIds: [second.attemptId, 'x' as never], reason: '' });
+      conn.send({ type: 'give_back', attemptIds: 'nope' as never, reason: 'x' });
+      const last = attempt();
+      conn.send({ type: 'assign', attempt: last });
+      assert.equal((await endOf(last.attemptId)).result.outcome, 'succeeded');
+      for (const a of [second, third]) assert.equal(conn.messages.filter((m) => m.type === 'exit' && m.attemptId === a.attemptId).length, 1);
+    });
+  });
+
   it('close() gives the queue back as lost (worker shutting down)', async () => {
     await withAgent({ slots: 1, prefetch: 1 }, async ({ agent, conn }) => {
       const running = attempt({ args: ['100'] });

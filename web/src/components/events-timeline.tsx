@@ -13,6 +13,7 @@ const REASONS: Record<string, string> = {
   retries_exhausted: 'no retries left',
   backoff_elapsed: 'backoff elapsed',
   worker_lost: 'worker lost',
+  returned: 'given back unstarted',
   lost_cap_exceeded: 'lost too often',
   cancel_requested: 'cancel requested',
   manual_retry: 'retried by hand',
