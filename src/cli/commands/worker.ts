@@ -136,7 +136,7 @@ export function workerCommand(): Command {
     .option('--server <url>', 'a Drover server; repeat for several (default: env DROVER_URL)', collect)
     .option('--token <token>', 'a worker token (default: env DROVER_TOKEN)')
     .option('--slots <n>', 'attempts run at once, 1..1024 (default: number of CPUs)')
-    .option('--prefetch <n>', `assignments taken beyond --slots and queued until a slot frees, 0..${MAX_PREFETCH}: short tasks start without waiting for the server's refill, but a queued task waits behind this worker's running ones (default: 0)`)
+    .option('--prefetch <n>', `assignments taken beyond --slots and queued until a slot frees, 0..${MAX_PREFETCH}: short tasks start without waiting for the server's refill, but a queued task waits behind this worker's running ones unless another worker of the same server has a slot free, which takes it back (default: 0)`)
     .option('--label <K=V>', 'a label of this worker (repeatable); tasks submitted with --require K=V run only on workers with that label', collect)
     .option('--work-dir <dir>', 'parent of the attempts\' work directories (default: <tmpdir>/drover-worker-<id or pid>)')
     .option('--id <id>', 'stable worker id (default: chosen by the agent)')
