@@ -31,9 +31,12 @@ describe('e2e: large output', () => {
     const res = await fetch(`${c.url}/v1/tasks/${id}/logs?follow=1`, { headers: { authorization: `Bearer ${c.api.token}` } });
     const got = createHash('sha256');
     let n = 0;
+    // The agent's peak when half the output has arrived: after it, the peak may not grow with the output.
+    let agentAtHalf = 0;
     for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
       got.update(chunk);
       n += chunk.byteLength;
+      if (agentAtHalf === 0 && n >= BYTES / 2) agentAtHalf = peakMiB(c.workers[0]!.child.pid!);
     }
     const t = await c.api.task(id);
     assert.equal(t.task.state, 'succeeded');
@@ -44,9 +47,14 @@ describe('e2e: large output', () => {
     assert.equal(got.digest('hex'), want.digest('hex'));
     const server = peakMiB(c.server.child.pid!);
     const agent = peakMiB(c.workers[0]!.child.pid!);
-    // Node's own baseline is ~50-90 MiB; the output is 256 MiB. Bounded means far below it.
-    console.log(`# peak memory: server ${server.toFixed(0)} MiB, agent ${agent.toFixed(0)} MiB`);
+    // Node's own baseline is ~50-90 MiB; the output is 256 MiB. Bounded means far below it, and flat: the
+    // second 128 MiB of output may not raise the agent's peak by more than a few MiB. Measured (2026-12-05,
+    // the agent's VmHWM every 32 MiB of output, two runs): 55 MiB before the task, ~122 after 64 MiB (the
+    // garbage of 64 KiB chunks, Buffers that V8 frees only past its external-memory slack), then 129-132 MiB
+    // to the end. Under the test suite's load the plateau sat higher (150 MiB in one CI run), still flat.
+    console.log(`# peak memory: server ${server.toFixed(0)} MiB, agent ${agent.toFixed(0)} MiB (${agentAtHalf.toFixed(0)} MiB at half the output)`);
     assert.ok(server < 200, `server peak ${server.toFixed(0)} MiB`);
-    assert.ok(agent < 150, `agent peak ${agent.toFixed(0)} MiB`);
+    assert.ok(agent < 200, `agent peak ${agent.toFixed(0)} MiB`);
+    assert.ok(agent - agentAtHalf < 32, `the agent's peak grew from ${agentAtHalf.toFixed(0)} to ${agent.toFixed(0)} MiB over the second half of the output`);
   });
 });
