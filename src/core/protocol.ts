@@ -81,12 +81,22 @@ export type AgentMessage =
        * Assignments the agent takes beyond `slots` and keeps queued until a
        * slot frees (`drover worker --prefetch`; absent: 0). They are leased
        * to it like running ones (listed in hello and heartbeats); the server
-       * assigns up to slots + prefetch (worker/prefetch-queue.ts).
+       * assigns up to slots + prefetch (worker/prefetch-queue.ts). A later
+       * `prefetch` message changes it (`--prefetch auto`).
        */
       prefetch?: number;
     }
   /** The agent accepts no more work (SIGTERM or a server's `drain`); its running attempts go on. */
   | { type: 'draining' }
+  /**
+   * The agent changes its prefetch (as `hello.prefetch`): `drover worker
+   * --prefetch auto` (worker/auto-prefetch.ts) offers its queue while its
+   * tasks are short and withdraws it otherwise. On a decrease the server asks
+   * back (`give_back`) what it assigned beyond slots + the new prefetch. Sent
+   * only to a server whose `welcome` said `prefetchChanges` (an older server
+   * refuses an unknown message type).
+   */
+  | { type: 'prefetch'; prefetch: number }
   /** `seq`: increasing per connection; echoed by heartbeat_ack, so the agent knows which send was confirmed. */
   | { type: 'heartbeat'; seq: number; running: number[] }
   | { type: 'started'; attemptId: number; fencingToken: string; pid: number }
@@ -142,6 +152,8 @@ export type ServerMessage =
       leaseMs: number;
       /** Of the attempts the hello listed, those that must stop (see StopOrder). The others' leases are renewed. */
       stop: StopOrder[];
+      /** This server takes `prefetch` messages (absent: an older server; the agent then keeps its hello's prefetch). */
+      prefetchChanges?: boolean;
     }
   /** The heartbeat `seq` is stored (leases renewed to the server's now + leaseMs); `stop` as in welcome. */
   | { type: 'heartbeat_ack'; seq: number; stop: StopOrder[] }
@@ -164,7 +176,8 @@ export type ServerMessage =
    * outcome `returned`, and runs elsewhere. Those it started meanwhile (or
    * never had) it keeps and says nothing about. Sent when another worker of
    * this server has a free slot and no task waits for it (scheduler.ts
-   * takeBack). An agent older than this message ignores it; its queued
+   * takeBack), and when the agent lowered its prefetch (the attempts beyond
+   * slots + the new prefetch; worker-session.ts onPrefetch). An agent older than this message ignores it; its queued
    * attempts then wait for its own slots, as before.
    */
   | { type: 'give_back'; attemptIds: number[]; reason: string };

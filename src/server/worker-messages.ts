@@ -46,6 +46,7 @@ const Hello = Type.Object(
   closed,
 );
 const Draining = Type.Object({ type: Type.Literal('draining') }, closed);
+const Prefetch = Type.Object({ type: Type.Literal('prefetch'), prefetch: Type.Integer({ minimum: 0, maximum: MAX_PREFETCH }) }, closed);
 const Heartbeat = Type.Object(
   { type: Type.Literal('heartbeat'), seq: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }), running: Type.Array(AttemptId, { maxItems: MAX_LISTED_ATTEMPTS }) },
   closed,
@@ -84,7 +85,7 @@ const Exit = Type.Object(
   closed,
 );
 
-const SCHEMAS: Record<AgentMessage['type'], TSchema> = { hello: Hello, draining: Draining, heartbeat: Heartbeat, started: Started, log: Log, exit: Exit };
+const SCHEMAS: Record<AgentMessage['type'], TSchema> = { hello: Hello, draining: Draining, prefetch: Prefetch, heartbeat: Heartbeat, started: Started, log: Log, exit: Exit };
 
 const ajv = new Ajv({ allErrors: false, strict: false, coerceTypes: false, useDefaults: false, removeAdditional: false });
 const validators = Object.fromEntries(Object.entries(SCHEMAS).map(([k, s]) => [k, ajv.compile(s)])) as Record<AgentMessage['type'], ReturnType<typeof ajv.compile>>;

@@ -191,10 +191,10 @@ export class WorkerSession implements WorkerLink {
    * beyond its slots, less those asked back and not yet returned. A guess:
    * the agent, which holds the queue, gives back only those still queued.
    */
-  queuedGuess(): Array<{ attemptId: number; requires: Readonly<Record<string, string>> }> {
-    if (this.prefetch === 0 || this.draining || this.attempts.size <= this.slots) return [];
+  queuedGuess(keep = 0): Array<{ attemptId: number; requires: Readonly<Record<string, string>> }> {
+    if (this.draining || this.attempts.size <= this.slots + keep) return [];
     const held = [...this.attempts];
-    let room = held.length - this.slots - held.filter(([, a]) => a.askedBack).length;
+    let room = held.length - this.slots - keep - held.filter(([, a]) => a.askedBack && !a.started).length;
     const out: Array<{ attemptId: number; requires: Readonly<Record<string, string>> }> = [];
     for (let i = held.length - 1; i >= 0 && room > 0; i--) {
       const [attemptId, a] = held[i]!;
@@ -203,6 +203,24 @@ export class WorkerSession implements WorkerLink {
       room--;
     }
     return out;
+  }
+
+  /**
+   * The agent changed its prefetch (protocol `prefetch`; worker/auto-prefetch.ts).
+   * Up: a pass fills it (Scheduler.kick; a prefetch is filled only when no
+   * worker has a slot free). Down: what this session assigned beyond slots +
+   * the new prefetch and may still be queued is asked back, so it waits in
+   * the store, for any free slot, rather than behind this worker's running
+   * tasks.
+   */
+  private onPrefetch(n: number): void {
+    const was = this.prefetch;
+    this.prefetch = n;
+    if (n > was) this.scheduler.kick();
+    else if (n < was) {
+      const back = this.queuedGuess(n);
+      if (back.length) this.askBack(back.map((q) => q.attemptId), 'the worker turned its prefetch down');
+    }
   }
 
   /** Attempts asked back that the agent has neither returned nor reported started. */
@@ -349,6 +367,8 @@ export class WorkerSession implements WorkerLink {
         if (a) a.started = true;
         return;
       }
+      case 'prefetch':
+        return this.onPrefetch(msg.prefetch);
       case 'draining':
         this.draining = true;
         this.log.info({ workerId: this.workerId, running: this.attempts.size }, 'worker is draining: no new work');
@@ -432,7 +452,7 @@ export class WorkerSession implements WorkerLink {
     }
     for (const s of stop) if (!s.report) this.attempts.delete(s.attemptId);
     this.registered = true;
-    this.send({ type: 'welcome', workerId: msg.workerId, heartbeatMs: this.scheduler.opts.heartbeatMs, leaseMs: this.scheduler.opts.leaseMs, stop });
+    this.send({ type: 'welcome', workerId: msg.workerId, heartbeatMs: this.scheduler.opts.heartbeatMs, leaseMs: this.scheduler.opts.leaseMs, stop, prefetchChanges: true });
     this.log.info({ workerId: msg.workerId, slots: msg.slots, prefetch: this.prefetch, remote: this.remote, reattached: this.attempts.size, stop: stop.length }, 'worker connected');
     this.scheduler.addLink(this);
   }

@@ -62,7 +62,11 @@
  *   `slots` wait in a queue and start as slots free (prefetch-queue.ts has
  *   their contract: leased, listed and self-fenced like running ones; a
  *   cancel ends one without starting it; a drain or close gives them back
- *   as `lost`).
+ *   as `lost`). `prefetch: 'auto'` (auto-prefetch.ts): the hello offers
+ *   none; after a run of short attempts a `prefetch` message offers twice
+ *   the slots, and `prefetch 0` withdraws it when an attempt runs long or a
+ *   queued one waits too long (the server then asks the queue back). Sent
+ *   only to a server whose welcome said `prefetchChanges`.
  * - Capacity is the server's to respect: an `assign` beyond `slots` and the
  *   prefetch still runs (with a warning) rather than silently vanish; an
  *   `assign` during `close()` is ignored and becomes `lost` on the server.
@@ -79,6 +83,7 @@ import { DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS, DEFAULT_MAX_LOG_BYTES, LOG_LIMI
 import { Connection } from './connection.js';
 import { HeldAttempt, type HeldRunnerOptions } from './held-attempt.js';
 import { PrefetchQueue, type Queued } from './prefetch-queue.js';
+import { AutoPrefetch, autoPrefetchOptions } from './auto-prefetch.js';
 import { refusalHint } from './refusal-hint.js';
 import { silentLogger, type Logger } from './logger.js';
 import { reapLeftovers } from './leftovers.js';
@@ -100,8 +105,12 @@ export interface AgentOptions {
   token: string;
   /** Max concurrent attempts. */
   slots: number;
-  /** Assignments taken beyond `slots`, queued until a slot frees (prefetch-queue.ts); 0..MAX_PREFETCH, default 0. */
-  prefetch?: number;
+  /**
+   * Assignments taken beyond `slots`, queued until a slot frees (prefetch-queue.ts): 0..MAX_PREFETCH, or
+   * 'auto' (auto-prefetch.ts: twice the slots, offered only while the tasks are short; `drover worker`'s
+   * default). Default 0.
+   */
+  prefetch?: number | 'auto';
   labels?: Record<string, string>;
   /** Default `${hostname}-${6 random hex}`. */
   workerId?: string;
@@ -197,6 +206,12 @@ class WorkerAgent implements Agent {
   private readonly conn: Connection;
   private readonly held = new Map<number, HeldAttempt>();
   private readonly queued: PrefetchQueue;
+  /** `prefetch: 'auto'`: whether the queue is offered now (auto-prefetch.ts); null: a fixed prefetch. */
+  private readonly auto: AutoPrefetch | null = null;
+  /** The server of this connection takes `prefetch` messages (its welcome said so). */
+  private prefetchChanges = false;
+  /** Checks the oldest queued attempt's wait while the auto prefetch is offered (armQueueCheck). */
+  private queueTimer: NodeJS.Timeout | null = null;
   private readonly runner: HeldRunnerOptions & { killGraceMs: number };
   private readonly spares: SpareWorkDirs | null = null;
   private readonly reaper: ReaperClient | null = null;
@@ -232,8 +247,10 @@ class WorkerAgent implements Agent {
     if (!Number.isInteger(opts.slots) || opts.slots < 1) throw new RangeError('slots must be a positive integer');
     if (!opts.token) throw new Error('a worker token is required');
     const prefetch = opts.prefetch ?? 0;
-    if (!Number.isInteger(prefetch) || prefetch < 0 || prefetch > MAX_PREFETCH) throw new RangeError(`prefetch must be an integer from 0 to ${MAX_PREFETCH}`);
-    this.queued = new PrefetchQueue(prefetch);
+    if (prefetch === 'auto') this.auto = new AutoPrefetch(autoPrefetchOptions(opts.slots, MAX_PREFETCH));
+    else if (!Number.isInteger(prefetch) || prefetch < 0 || prefetch > MAX_PREFETCH) throw new RangeError(`prefetch must be an integer from 0 to ${MAX_PREFETCH}, or 'auto'`);
+    // Auto: the queue holds what the largest offer lets the server send, including assigns already on their way when the offer is withdrawn.
+    this.queued = new PrefetchQueue(this.auto ? this.auto.opts.cap : (prefetch as number));
     if (opts.executor !== undefined && !isExecutor(opts.executor)) throw new RangeError(`executor must be one of ${EXECUTORS.join(', ')}`);
     const drainTimeoutMs = opts.drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS;
     if (!Number.isFinite(drainTimeoutMs) || drainTimeoutMs < 0) throw new RangeError('drainTimeoutMs must be a non-negative number of milliseconds');
@@ -316,6 +333,8 @@ class WorkerAgent implements Agent {
   }
 
   private async shutdown(): Promise<void> {
+    if (this.queueTimer) clearTimeout(this.queueTimer);
+    this.queueTimer = null;
     this.giveBackQueued('worker shutting down');
     const live = [...this.held.values()].filter((h) => !h.result);
     // Lost, not cancelled: the task runs again elsewhere without using a retry.
@@ -420,7 +439,8 @@ class WorkerAgent implements Agent {
       workerId: this.workerId,
       hostname: os.hostname(),
       slots: this.opts.slots,
-      ...(this.queued.capacity > 0 ? { prefetch: this.queued.capacity } : {}),
+      // Auto: 0 until a welcome says this server takes `prefetch` messages (onWelcome then sends the offer).
+      ...(!this.auto && this.queued.capacity > 0 ? { prefetch: this.queued.capacity } : {}),
       labels: this.opts.labels ?? {},
       version: PROTOCOL_VERSION,
       running: running.map((h) => ({ attemptId: h.attemptId, fencingToken: h.fencingToken })),
@@ -508,6 +528,8 @@ class WorkerAgent implements Agent {
     if (this.helloSend) this.confirm(this.helloSend);
     this.helloSend = null;
     this.applyStops(m.stop);
+    this.prefetchChanges = m.prefetchChanges === true;
+    if (this.auto && this.auto.offered > 0) this.offerPrefetch(this.auto.offered);
     for (const h of this.held.values()) h.rewind();
     this.startHeartbeat();
     this.scheduleFence();
@@ -583,6 +605,7 @@ class WorkerAgent implements Agent {
     // Behind those already queued (oldest first), unless the queue is full; startQueued then runs what a free slot can take.
     if (this.queued.push(a, performance.now())) {
       this.startQueued();
+      this.armQueueCheck();
       return;
     }
     const running = this.liveCount();
@@ -607,6 +630,37 @@ class WorkerAgent implements Agent {
       this.hold(q.attempt, this.runner, q.leaseConfirmedAt);
     }
     this.scheduleFence();
+  }
+
+  /**
+   * Auto prefetch: tells the server the new offer (protocol `prefetch`). Not
+   * sent before a welcome, nor to a server that did not say it takes it: the
+   * next welcome sends the offer then in force (the hello says 0).
+   */
+  private offerPrefetch(n: number): void {
+    this.log.debug({ prefetch: n }, n > 0 ? 'tasks are short: prefetch offered' : 'prefetch withdrawn');
+    if (n === 0 && this.queueTimer) {
+      clearTimeout(this.queueTimer);
+      this.queueTimer = null;
+    }
+    if (this.ready && this.prefetchChanges) this.conn.send({ type: 'prefetch', prefetch: n });
+  }
+
+  /** Auto prefetch, while offered and something is queued: one timer for when the oldest queued attempt has waited too long. */
+  private armQueueCheck(): void {
+    if (!this.auto || this.queueTimer || this.closing) return;
+    const oldest = this.queued.oldest();
+    if (!oldest) return;
+    const delay = this.auto.nextCheckIn(performance.now() - oldest.queuedAt);
+    if (delay === null) return;
+    this.queueTimer = setTimeout(() => {
+      this.queueTimer = null;
+      const q = this.queued.oldest();
+      const change = q && this.auto!.queuedFor(performance.now() - q.queuedAt);
+      if (change !== undefined && change !== null) this.offerPrefetch(change);
+      else this.armQueueCheck();
+    }, delay);
+    this.queueTimer.unref();
   }
 
   /**
@@ -678,6 +732,11 @@ class WorkerAgent implements Agent {
       this.log.debug({ attemptId: a.attemptId, taskId: a.taskId, ...result }, 'attempt ended');
       if (h.forgotten && this.held.get(a.attemptId) === h) this.held.delete(a.attemptId);
       this.opts.onAttemptEnd?.(a, result, !h.forgotten);
+      // Auto prefetch: only attempts that ran count (not those ended unstarted: given back, cancelled, refused).
+      if (this.auto && runner === this.runner) {
+        const change = this.auto.ended(result.durationMs);
+        if (change !== null) this.offerPrefetch(change);
+      }
       // A slot freed: the oldest queued attempt takes it.
       this.startQueued();
       this.scheduleFence();

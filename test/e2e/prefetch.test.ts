@@ -102,6 +102,6 @@ describe('e2e: drover worker --prefetch', () => {
 
   it('refuses a bad --prefetch before connecting, naming the flag', async () => {
     const w = c.startWorker({ id: 'bad', slots: 1, extra: ['--prefetch', '-3'] });
-    await assert.rejects(w, /invalid --prefetch "-3": expected an integer 0\.\.1024/);
+    await assert.rejects(w, /invalid --prefetch "-3": expected auto or an integer 0\.\.1024/);
   });
 });

@@ -24,6 +24,8 @@ describe('parseAgentFrame', () => {
       hello({ prefetch: 0 }),
       hello({ prefetch: 1024, draining: true }),
       { type: 'draining' },
+      { type: 'prefetch', prefetch: 0 },
+      { type: 'prefetch', prefetch: 1024 },
       { type: 'heartbeat', seq: 0, running: [1, 2] },
       { type: 'started', attemptId: 1, fencingToken: TOKEN, pid: 77 },
       { type: 'log', attemptId: 1, fencingToken: TOKEN, seq: 0, stream: 'stderr', data: Buffer.from('hi').toString('base64') },
@@ -82,6 +84,9 @@ describe('parseAgentFrame', () => {
     refused(hello({ workerId: '../etc' }), /^hello\.workerId:/);
     refused(hello({ slots: 0 }), /^hello\.slots:/);
     for (const prefetch of [-1, 1.5, 1025, '2']) refused(hello({ prefetch }), /^hello\.prefetch:/);
+    for (const prefetch of [-1, 1.5, 1025, '2', null, 'auto']) refused({ type: 'prefetch', prefetch }, /^prefetch\.prefetch:/);
+    refused({ type: 'prefetch' }, /^prefetch: must have required property 'prefetch'/);
+    refused({ type: 'prefetch', prefetch: 2, slots: 4 }, /additional properties \(slots\)/);
     refused(hello({ extra: 1 }), /additional properties \(extra\)/);
     refused(hello({ labels: Object.fromEntries(Array.from({ length: LABEL_LIMITS.count + 1 }, (_, i) => [`k${i}`, 'v'])) }), /^hello\.labels:/);
     refused(hello({ labels: { k: 'v'.repeat(LABEL_LIMITS.valueLength + 1) } }), /^hello\.labels\.k:/);

@@ -75,9 +75,9 @@ export class FakeConn {
   }
 
   /** Answers the hello (which it returns) with a welcome. */
-  async welcome(opts: { heartbeatMs?: number; leaseMs?: number; stop?: StopOrder[] } = {}): Promise<Extract<AgentMessage, { type: 'hello' }>> {
+  async welcome(opts: { heartbeatMs?: number; leaseMs?: number; stop?: StopOrder[]; prefetchChanges?: boolean } = {}): Promise<Extract<AgentMessage, { type: 'hello' }>> {
     const hello = await this.next('hello');
-    this.send({ type: 'welcome', workerId: hello.workerId, heartbeatMs: opts.heartbeatMs ?? 50, leaseMs: opts.leaseMs ?? 5_000, stop: opts.stop ?? [] });
+    this.send({ type: 'welcome', workerId: hello.workerId, heartbeatMs: opts.heartbeatMs ?? 50, leaseMs: opts.leaseMs ?? 5_000, stop: opts.stop ?? [], ...(opts.prefetchChanges !== undefined ? { prefetchChanges: opts.prefetchChanges } : {}) });
     return hello;
   }
 }

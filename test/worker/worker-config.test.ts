@@ -59,15 +59,17 @@ describe('worker config: --max-log', () => {
 });
 
 describe('worker config: --prefetch', () => {
-  it('defaults to 0; takes an integer 0..1024', () => {
-    assert.equal(buildWorkerConfig(base, 't', {}).prefetch, 0);
+  it('defaults to auto; takes auto or an integer 0..1024', () => {
+    assert.equal(buildWorkerConfig(base, 't', {}).prefetch, 'auto');
+    assert.equal(buildWorkerConfig({ ...base, prefetch: 'auto' }, 't', {}).prefetch, 'auto');
+    assert.equal(buildWorkerConfig({ ...base, prefetch: ' 7 ' }, 't', {}).prefetch, 7);
     assert.equal(buildWorkerConfig({ ...base, prefetch: '20' }, 't', {}).prefetch, 20);
     assert.equal(buildWorkerConfig({ ...base, prefetch: '0' }, 't', {}).prefetch, 0);
     assert.equal(buildWorkerConfig({ ...base, prefetch: '1024' }, 't', {}).prefetch, 1024);
   });
-  it('refuses what is not an integer 0..1024, naming --prefetch', () => {
-    for (const bad of ['', 'many', '-1', '1.5', '1025', '1e3']) {
-      assert.throws(() => buildWorkerConfig({ ...base, prefetch: bad }, 't', {}), usage(/^invalid --prefetch ".*": expected an integer 0\.\.1024$/), bad);
+  it('refuses what is neither auto nor an integer 0..1024, naming --prefetch', () => {
+    for (const bad of ['', 'many', 'AUTO', 'auto ', '-1', '1.5', '1025', '1e3', '9007199254740993']) {
+      assert.throws(() => buildWorkerConfig({ ...base, prefetch: bad }, 't', {}), usage(/^invalid --prefetch ".*": expected auto or an integer 0\.\.1024$/), bad);
     }
   });
 });

@@ -147,8 +147,8 @@ export function tagLine(name: string, line: string, now: number): string {
   return m ? `${m[1]} [${name}] ${m[2]}` : `${clockTime(now)} [${name}] ${line}`;
 }
 
-/** `drover worker dev-w1: 4 slots, server http://...` (worker.ts). */
-const STARTED_LINE = /^drover worker \S+: \d+ slots?, /;
+/** `drover worker dev-w1: 4 slots, server http://...` (worker.ts; `(+N prefetched)` after the slots with a fixed --prefetch). */
+const STARTED_LINE = /^drover worker \S+: \d+ slots?(?: \([^)]*\))?, /;
 
 function isInfoOrMore(level: LogLevel): boolean {
   return level === 'info' || level === 'debug' || level === 'trace';

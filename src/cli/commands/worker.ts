@@ -33,6 +33,7 @@ import { isLogLevel, LOG_LEVELS, type LogLevel } from '../human-log.js';
 import { plural } from '../plural.js';
 import { EXECUTORS, isExecutor, type Executor } from '../../worker/noop-executor.js';
 import { passEnvNameProblem, TASK_LANG, TASK_PATH } from '../../worker/task-env.js';
+import { AUTO_MAX_QUEUE_WAIT_MS, AUTO_SHORT_MS, AUTO_WINDOW } from '../../worker/auto-prefetch.js';
 
 /** Same as the agent's DEFAULT_DRAIN_TIMEOUT_MS (not imported: the agent module loads lazily). */
 const DEFAULT_DRAIN_TIMEOUT_MS = 30_000;
@@ -69,8 +70,8 @@ export interface WorkerConfig {
   servers: string[];
   token: string;
   slots: number;
-  /** Assignments queued beyond the slots (--prefetch; worker/prefetch-queue.ts). */
-  prefetch: number;
+  /** Assignments queued beyond the slots (--prefetch; worker/prefetch-queue.ts), or 'auto' (worker/auto-prefetch.ts). */
+  prefetch: number | 'auto';
   labels: Record<string, string>;
   workerId: string | undefined;
   workDir: string;
@@ -91,6 +92,13 @@ export function defaultLogFormat(stderrIsTty: boolean): 'human' | 'json' {
 }
 
 /** Validates the flags (and env fallbacks) into the agent's options, or throws UsageError. */
+function parsePrefetch(raw: string): number {
+  const s = raw.trim();
+  const n = /^[+-]?\d+$/.test(s) ? Number(s) : NaN;
+  if (!Number.isSafeInteger(n) || n < 0 || n > MAX_PREFETCH) throw new UsageError(`invalid --prefetch "${raw.slice(0, 40)}": expected auto or an integer 0..${MAX_PREFETCH}`);
+  return n;
+}
+
 export function buildWorkerConfig(flags: WorkerFlags, globalToken: string | undefined, env: Record<string, string | undefined>): WorkerConfig {
   const rawServers = flags.server?.length ? flags.server : env.DROVER_URL ? [env.DROVER_URL] : [];
   if (!rawServers.length) throw new UsageError('missing --server URL: the Drover server to connect to, e.g. --server http://127.0.0.1:7070');
@@ -98,7 +106,8 @@ export function buildWorkerConfig(flags: WorkerFlags, globalToken: string | unde
   const token = globalToken || env.DROVER_TOKEN;
   if (!token) throw new UsageError('missing --token: pass --token T or set DROVER_TOKEN to a worker token (drover token create --name NAME --role worker)');
   const slots = flags.slots !== undefined ? parseIntFlag('--slots', flags.slots, 1, 1024) : availableParallelism();
-  const prefetch = flags.prefetch !== undefined ? parseIntFlag('--prefetch', flags.prefetch, 0, MAX_PREFETCH) : 0;
+  // `auto` (the default): offered only while the tasks are short (worker/auto-prefetch.ts).
+  const prefetch: number | 'auto' = flags.prefetch === undefined || flags.prefetch === 'auto' ? 'auto' : parsePrefetch(flags.prefetch);
   const labels = parseKeyValues('--label', flags.label);
   if (Object.keys(labels).length > LABEL_LIMITS.count) throw new UsageError(`too many --label flags: at most ${LABEL_LIMITS.count}`);
   for (const [k, v] of Object.entries(labels)) {
@@ -136,7 +145,7 @@ export function workerCommand(): Command {
     .option('--server <url>', 'a Drover server; repeat for several (default: env DROVER_URL)', collect)
     .option('--token <token>', 'a worker token (default: env DROVER_TOKEN)')
     .option('--slots <n>', 'attempts run at once, 1..1024 (default: number of CPUs)')
-    .option('--prefetch <n>', `assignments taken beyond --slots and queued until a slot frees, 0..${MAX_PREFETCH}: short tasks start without waiting for the server's refill, but a queued task waits behind this worker's running ones unless another worker of the same server has a slot free, which takes it back (default: 0)`)
+    .option('--prefetch <n|auto>', `assignments taken beyond --slots and queued until a slot frees, 0..${MAX_PREFETCH}, so short tasks start without waiting for the server's refill. A queued task waits behind this worker's running ones unless another worker of the same server has a slot free, which takes it back. auto: twice the slots, offered only after ${AUTO_WINDOW} tasks in a row ran ${AUTO_SHORT_MS} ms or less, and handed back to the shared queue once a task ran longer or a queued one waited over ${AUTO_MAX_QUEUE_WAIT_MS} ms; 0: none (default: auto)`)
     .option('--label <K=V>', 'a label of this worker (repeatable); tasks submitted with --require K=V run only on workers with that label', collect)
     .option('--work-dir <dir>', 'parent of the attempts\' work directories (default: <tmpdir>/drover-worker-<id or pid>)')
     .option('--id <id>', 'stable worker id (default: chosen by the agent)')
@@ -208,8 +217,9 @@ export function workerCommand(): Command {
       }
       const runs = cfg.executor === 'noop' ? 'noop executor (attempts run nothing and succeed at once)' : `work dir ${cfg.workDir}`;
       // Printed at every level: it says the agent is up, with its signal handlers in place (tests wait for it).
-      const queue = cfg.prefetch > 0 ? ` (+${cfg.prefetch} prefetched)` : '';
-      process.stderr.write(`drover worker ${agent.workerId}: ${plural(cfg.slots, 'slot')}${queue}, ${cfg.servers.length === 1 ? 'server' : 'servers'} ${cfg.servers.join(', ')}, ${runs}\n`);
+      const queue = cfg.prefetch !== 'auto' && cfg.prefetch > 0 ? ` (+${cfg.prefetch} prefetched)` : '';
+      const auto = cfg.prefetch === 'auto' ? `, prefetch auto (up to ${Math.min(2 * cfg.slots, MAX_PREFETCH)} queued while tasks are short)` : '';
+      process.stderr.write(`drover worker ${agent.workerId}: ${plural(cfg.slots, 'slot')}${queue}, ${cfg.servers.length === 1 ? 'server' : 'servers'} ${cfg.servers.join(', ')}, ${runs}${auto}\n`);
     });
 }
 

@@ -1,0 +1,135 @@
+/**
+ * The adaptive prefetch (`drover worker`'s default, `--prefetch auto`;
+ * worker/auto-prefetch.ts) against a real server: the protocol's `prefetch`
+ * message as a hand-driven agent sends it (the server fills the new offer,
+ * asks back what a lower one leaves queued, and refuses a malformed one),
+ * and a real agent that offers its queue after a run of short tasks, then
+ * withdraws it when a queued task waits behind a long one, so the queued
+ * tasks are back in the shared queue and run on the next free worker.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { until } from './cli-run.js';
+import { FakeAgent } from './fake-agent.js';
+import { startCluster, type Cluster } from './harness.js';
+
+describe('e2e: adaptive prefetch', () => {
+  let c: Cluster;
+  let workerToken: string;
+  const fakes: FakeAgent[] = [];
+  const fake = async () => {
+    const f = await FakeAgent.connect(c.url, workerToken);
+    fakes.push(f);
+    return f;
+  };
+
+  before(async () => {
+    c = await startCluster({ workers: 0 });
+    const t = await c.api.req('POST', '/v1/tokens', { name: 'fake-box', role: 'worker' });
+    assert.equal(t.status, 201);
+    workerToken = t.body.secret;
+  });
+  after(async () => {
+    fakes.forEach((f) => f.close());
+    await c?.close();
+  });
+
+  it('a prefetch message raises the offer (filled at once) and lowers it (the queued ones asked back, returned, waiting again)', async () => {
+    const f = await fake();
+    f.hello('changer', { slots: 1, labels: { pool: 'changer' } });
+    const welcome = await f.next('welcome');
+    assert.equal(welcome.prefetchChanges, true);
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) ids.push(await c.api.submit({ command: 'true', requires: { pool: 'changer' } }));
+    const first = await f.next('assign');
+    assert.equal(first.attempt.taskId, ids[0], 'one slot, no prefetch: the oldest only');
+    await assert.rejects(f.next('assign', 300), /no assign within 300 ms/);
+
+    f.send({ type: 'prefetch', prefetch: 2 });
+    const queued = [await f.next('assign'), await f.next('assign')];
+    assert.deepEqual(queued.map((a) => a.attempt.taskId).sort(), [ids[1], ids[2]].sort());
+
+    f.send({ type: 'prefetch', prefetch: 1 });
+    const back1 = await f.next('give_back');
+    assert.equal(back1.attemptIds.length, 1, 'one beyond slots + 1');
+    assert.equal(back1.reason, 'the worker turned its prefetch down');
+    f.send({ type: 'prefetch', prefetch: 0 });
+    const back2 = await f.next('give_back');
+    assert.equal(back2.attemptIds.length, 1, 'the other one, each asked once');
+    assert.notEqual(back2.attemptIds[0], back1.attemptIds[0]);
+
+    for (const q of queued) {
+      f.send({ type: 'exit', attemptId: q.attempt.attemptId, fencingToken: q.attempt.fencingToken, outcome: 'returned', exitCode: null, signal: null, error: 'given back unstarted: asked', durationMs: 0 });
+      await f.next('exit_ack', 5_000, (m) => m.attemptId === q.attempt.attemptId);
+    }
+    for (const q of queued) {
+      const d = await c.api.task(q.attempt.taskId);
+      assert.equal(d.task.state, 'waiting', 'back in the shared queue: no free slot and no prefetch on this worker');
+      assert.equal(d.task.retriesUsed, 0);
+      assert.equal(d.task.lostCount, 0);
+      assert.equal(d.events.filter((e: any) => e.reason === 'returned').length, 1);
+    }
+    await assert.rejects(f.next('assign', 300), /no assign within 300 ms/, 'prefetch 0: nothing queued again while the slot is busy');
+
+    // The slot frees: the next waiting task comes, one at a time.
+    f.send({ type: 'exit', attemptId: first.attempt.attemptId, fencingToken: first.attempt.fencingToken, outcome: 'succeeded', exitCode: 0, signal: null, error: null, durationMs: 1 });
+    const next = await f.next('assign');
+    assert.ok([ids[1], ids[2]].includes(next.attempt.taskId));
+    assert.equal(next.attempt.number, 2, 'the returned attempt was number 1');
+    f.close();
+  });
+
+  it('a malformed prefetch message, or one before hello, closes that session only (4002, naming the field)', async () => {
+    const early = await fake();
+    early.send({ type: 'prefetch', prefetch: 4 });
+    const e = await early.closed();
+    assert.equal(e.code, 4002);
+    assert.match(e.reason, /prefetch before hello/);
+    for (const [bad, field] of [[{ type: 'prefetch', prefetch: 1025 }, /prefetch\.prefetch/], [{ type: 'prefetch', prefetch: 'auto' }, /prefetch\.prefetch/], [{ type: 'prefetch' }, /prefetch: must have required property/]] as const) {
+      const f = await fake();
+      f.hello(`bad-prefetch-${fakes.length}`, { labels: { pool: 'none' } });
+      await f.next('welcome');
+      f.send(bad);
+      const closed = await f.closed();
+      assert.equal(closed.code, 4002);
+      assert.match(closed.reason, field);
+    }
+  });
+
+  it('a real agent offers its queue after a run of short tasks, and withdraws it when a queued task waits behind a long one', async () => {
+    const w = await c.startWorker({ id: 'auto', slots: 1, extra: ['--log-level', 'debug', '--drain-timeout', '1s'] });
+    assert.match(w.output(), /auto: 1 slot, server .*, prefetch auto \(up to 2 queued while tasks are short\)/);
+    // Short tasks, one slot: a run of 20 in a row (a slow `true` on a loaded machine only delays the offer).
+    const shorts: string[] = [];
+    for (let i = 0; i < 30; i++) shorts.push(await c.api.submit({ command: 'true' }));
+    for (const id of shorts) assert.equal((await c.api.waitDone(id)).task.state, 'succeeded');
+    await until('the agent offering its prefetch', () => (w.output().includes('tasks are short: prefetch offered') ? true : undefined), 60_000);
+
+    const long = await c.api.submit({ command: 'sleep', args: ['30'] });
+    await c.api.waitState(long, ['running']);
+    const behind = [await c.api.submit({ command: 'true' }), await c.api.submit({ command: 'true' })];
+    // Queued on the agent (offered: 2), then handed back once the oldest waited over 100 ms.
+    for (const id of behind) {
+      await until(`${id} given back`, async () => {
+        const d = await c.api.task(id);
+        return d.events.some((e: any) => e.reason === 'returned') && d.task.state === 'waiting' ? true : undefined;
+      });
+    }
+    assert.match(w.output(), /prefetch withdrawn/);
+    for (const id of behind) {
+      const d = await c.api.task(id);
+      assert.equal(d.attempts[0].workerId, 'auto');
+      assert.match(d.attempts[0].error, /^given back unstarted: the worker turned its prefetch down/);
+      assert.equal(d.task.retriesUsed, 0);
+    }
+    // Waiting in the store, so any free worker takes them.
+    await c.startWorker({ id: 'helper', slots: 2, extra: ['--prefetch', '0'] });
+    for (const id of behind) {
+      const d = await c.api.waitDone(id);
+      assert.equal(d.task.state, 'succeeded');
+      assert.equal(d.attempts.at(-1).workerId, 'helper');
+    }
+    assert.equal((await c.api.req('POST', `/v1/tasks/${long}/cancel`)).status, 200);
+    await c.api.waitDone(long);
+  });
+});
