@@ -6,10 +6,11 @@
  * agent's boot (spawn → listed as connected) is inside the span and printed apart.
  * Pairs, run in this order in one invocation: Drover SQLite, BullMQ, Drover
  * PostgreSQL, graphile-worker default, graphile-worker localQueue. Drover
- * runs twice on each store: as the agent starts by default, and with
- * `--prefetch PREFETCH` (worker/prefetch-queue.ts: assignments queued beyond
- * the slots), its configuration for short tasks, as localQueue is
- * graphile-worker's.
+ * runs twice on each store: as the agent starts by default (`--prefetch
+ * auto`, worker/auto-prefetch.ts: a queue of twice the slots, offered once 20
+ * tasks in a row ran 50 ms or less), and with a fixed `--prefetch PREFETCH`
+ * (worker/prefetch-queue.ts: assignments queued beyond the slots), its
+ * configuration for short tasks, as localQueue is graphile-worker's.
  */
 import { BULLMQ_CONFIG, bullmqDrain, redisDurability } from '../peers/bullmq.js';
 import { graphileConfig, graphileDrain } from '../peers/graphile.js';
@@ -48,8 +49,8 @@ export async function drain({ report, sizes }: Ctx): Promise<void> {
   const what = `drain ${n.toLocaleString('en-US')} waiting no-op tasks, 1 worker × ${slots} slots`;
   const drover = (d: DroverDrain) => `${fmtRate(n, d.totalS)}; agent boot ${d.bootMs.toFixed(0)} ms`;
   const droverCfg = (store: string, d: DroverDrain) =>
-    `Drover: \`drover server --db ${store}\`, \`drover worker --executor noop --slots ${slots}${d.prefetch > 0 ? ` --prefetch ${d.prefetch}` : ''}\`; queue filled with ${d.fillHow} before the agent starts`;
-  const how = (d: DroverDrain) => (d.prefetch > 0 ? ` (Drover --prefetch ${d.prefetch})` : '');
+    `Drover: \`drover server --db ${store}\`, \`drover worker --executor noop --slots ${slots}${d.prefetch > 0 ? ` --prefetch ${d.prefetch}` : ''}\`${d.prefetch > 0 ? '' : ' (its default --prefetch auto: a queue of twice the slots offered once 20 tasks in a row ran 50 ms or less)'}; queue filled with ${d.fillHow} before the agent starts`;
+  const how = (d: DroverDrain) => (d.prefetch > 0 ? ` (Drover --prefetch ${d.prefetch})` : ' (Drover default: --prefetch auto)');
 
   await report.part(`${what}, SQLite vs BullMQ`, async () => {
     const d = await droverDrain(n, slots, undefined, 'Drover SQLite');

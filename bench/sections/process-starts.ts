@@ -5,7 +5,8 @@
  * the client's wall clock just before the first submit → the latest `endedAt`
  * stored for those tasks (server clock, ms); the client-observed end (counters
  * show N succeeded, polled every POLL_MS) is printed too. Drover runs twice:
- * the agent as it starts by default, and with `--prefetch 2P` (assignments
+ * the agent as it starts by default (`--prefetch auto`, worker/auto-prefetch.ts),
+ * and with a fixed `--prefetch 2P` (assignments
  * queued beyond the slots, worker/prefetch-queue.ts), which keeps a slot from
  * idling while its next task's assignment is on the way.
  */
@@ -59,10 +60,10 @@ export async function processStarts({ report, sizes }: Ctx): Promise<void> {
     const native = await nativeSpawnTrue(n, p);
     const drover = (r: DroverStarts) => `${fmtRate(n, r.storedS)}; counters saw the end after ${r.seenS.toFixed(2)} s`;
     const dNote = (r: DroverStarts) =>
-      `Drover: \`drover server --db sqlite:…\`, one \`drover worker --slots ${p}${r.prefetch > 0 ? ` --prefetch ${r.prefetch}` : ''}\` (process executor), submitted with ${r.how}; span: client clock before the first submit → latest task endedAt as stored (GET /v1/stats/counts polled every ${POLL_MS} ms to learn the end)`;
+      `Drover: \`drover server --db sqlite:…\`, one \`drover worker --slots ${p}${r.prefetch > 0 ? ` --prefetch ${r.prefetch}` : ''}\`${r.prefetch > 0 ? '' : ' (its default --prefetch auto)'} (process executor), submitted with ${r.how}; span: client clock before the first submit → latest task endedAt as stored (GET /v1/stats/counts polled every ${POLL_MS} ms to learn the end)`;
     for (const r of [d, dp]) {
       report.add({
-        measure: `process starts, ${what}: Drover${r.prefetch > 0 ? ` (--prefetch ${r.prefetch})` : ''} vs xargs`,
+        measure: `process starts, ${what}: Drover${r.prefetch > 0 ? ` (--prefetch ${r.prefetch})` : ' (default: --prefetch auto)'} vs xargs`,
         drover: drover(r),
         peer: fmtRate(n, x.s),
         ratio: ratio(x.s / r.storedS),
