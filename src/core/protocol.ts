@@ -92,9 +92,11 @@ export type AgentMessage =
    * The agent changes its prefetch (as `hello.prefetch`): `drover worker
    * --prefetch auto` (worker/auto-prefetch.ts) offers its queue while its
    * tasks are short and withdraws it otherwise. On a decrease the server asks
-   * back (`give_back`) what it assigned beyond slots + the new prefetch. Sent
-   * only to a server whose `welcome` said `prefetchChanges` (an older server
-   * refuses an unknown message type).
+   * back (`give_back`) what it assigned beyond slots + the new prefetch. A
+   * raise applies once PREFETCH_RERAISE_RUNS attempts have run on the
+   * connection since it began or since the last lowering. Sent only to a
+   * server whose `welcome` said `prefetchChanges` (an older server refuses an
+   * unknown message type).
    */
   | { type: 'prefetch'; prefetch: number }
   /** `seq`: increasing per connection; echoed by heartbeat_ack, so the agent knows which send was confirmed. */
@@ -217,6 +219,14 @@ export function packFrames(jsons: readonly string[]): string[] {
 /** Bounds that keep both processes' memory flat however much a task prints. */
 /** The most assignments an agent may hold queued beyond its slots (`drover worker --prefetch`). */
 export const MAX_PREFETCH = 1024;
+/**
+ * Attempts that must run (exits other than `returned`) on a connection, and since
+ * the agent last lowered its prefetch, before a server applies a raise by a
+ * `prefetch` message (worker-session.ts onPrefetch); an agent with `--prefetch
+ * auto` offers only after as many short runs in a row (worker/auto-prefetch.ts
+ * AUTO_WINDOW), so it waits for this only after a reconnect.
+ */
+export const PREFETCH_RERAISE_RUNS = 20;
 
 export const LOG_LIMITS = {
   /** Largest chunk the agent sends. */

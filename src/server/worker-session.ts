@@ -25,7 +25,7 @@
 import type { WebSocket } from 'ws';
 import type { Clock } from '../core/clock.js';
 import { tokensEqual } from '../core/fence.js';
-import { MAX_EXIT_ERROR_CHARS, packFrames, PROTOCOL_VERSION, type AgentMessage, type AssignedAttempt, type ServerMessage, type StopOrder } from '../core/protocol.js';
+import { MAX_EXIT_ERROR_CHARS, packFrames, PREFETCH_RERAISE_RUNS, PROTOCOL_VERSION, type AgentMessage, type AssignedAttempt, type ServerMessage, type StopOrder } from '../core/protocol.js';
 import type { Attempt, Task } from '../core/task.js';
 import type { ClaimedTask } from '../store/attempts.js';
 import type { AttemptEndResult, Claim, NewLogChunk, Store, WorkerRecord } from '../store/store.js';
@@ -92,6 +92,18 @@ export class WorkerSession implements WorkerLink {
   workerId = '';
   slots = 0;
   prefetch = 0;
+  /**
+   * Exits of attempts that ran (not `returned`) on this session since it began
+   * or the agent last lowered its prefetch, and a raise waiting for
+   * PREFETCH_RERAISE_RUNS of them. A `--prefetch auto` agent offers its queue
+   * only after that many short runs (worker/auto-prefetch.ts), so this delays
+   * it only after a reconnect; it bounds a hostile one, which could otherwise
+   * raise and lower its prefetch in a loop (or reconnect), each lowering
+   * sending back a queue of tasks as `returned` (no retry, no loss counted,
+   * one more attempt each), to that many real runs per round.
+   */
+  private ranSinceLowered = 0;
+  private heldRaise: number | null = null;
   labels: Record<string, string> = {};
   /**
    * Attempts assigned to (or re-attached by) this session that have not ended: each one's fencing token,
@@ -215,12 +227,27 @@ export class WorkerSession implements WorkerLink {
    */
   private onPrefetch(n: number): void {
     const was = this.prefetch;
-    this.prefetch = n;
-    if (n > was) this.scheduler.kick();
-    else if (n < was) {
+    this.heldRaise = null;
+    if (n > was) {
+      if (this.ranSinceLowered < PREFETCH_RERAISE_RUNS) {
+        this.heldRaise = n;
+        return;
+      }
+      this.prefetch = n;
+      this.scheduler.kick();
+    } else if (n < was) {
+      this.prefetch = n;
+      this.ranSinceLowered = 0;
       const back = this.queuedGuess(n);
       if (back.length) this.askBack(back.map((q) => q.attemptId), 'the worker turned its prefetch down');
     }
+  }
+
+  /** `ran` more exits of attempts that ran (not `returned`): a held raise of the prefetch applies once there are enough (onPrefetch). */
+  private countRan(ran: number): void {
+    if (ran === 0 || this.ranSinceLowered >= PREFETCH_RERAISE_RUNS) return;
+    this.ranSinceLowered += ran;
+    if (this.heldRaise !== null && this.ranSinceLowered >= PREFETCH_RERAISE_RUNS) this.onPrefetch(this.heldRaise);
   }
 
   /** Attempts asked back that the agent has neither returned nor reported started. */
@@ -505,6 +532,7 @@ export class WorkerSession implements WorkerLink {
    */
   private async onExits(msgs: ExitMsg[]): Promise<void> {
     const mine = msgs.filter((m) => this.owns(m));
+    this.countRan(mine.filter((m) => m.outcome !== 'returned').length);
     const refused = msgs.filter((m) => !this.owns(m));
     const actor = `worker:${this.workerId}`;
     const requests = mine.map((m) => {

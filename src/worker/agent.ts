@@ -64,8 +64,8 @@
  *   cancel ends one without starting it; a drain or close gives them back
  *   as `lost`). `prefetch: 'auto'` (auto-prefetch.ts): the hello offers
  *   none; after a run of short attempts a `prefetch` message offers twice
- *   the slots, and `prefetch 0` withdraws it when an attempt runs long or a
- *   queued one waits too long (the server then asks the queue back). Sent
+ *   the slots, and `prefetch 0` withdraws it when an attempt runs long or the
+ *   queue stops moving (the server then asks the queue back). Sent
  *   only to a server whose welcome said `prefetchChanges`.
  * - Capacity is the server's to respect: an `assign` beyond `slots` and the
  *   prefetch still runs (with a warning) rather than silently vanish; an
@@ -210,8 +210,10 @@ class WorkerAgent implements Agent {
   private readonly auto: AutoPrefetch | null = null;
   /** The server of this connection takes `prefetch` messages (its welcome said so). */
   private prefetchChanges = false;
-  /** Checks the oldest queued attempt's wait while the auto prefetch is offered (armQueueCheck). */
+  /** Checks whether the queue has stalled while the auto prefetch is offered (armQueueCheck). */
   private queueTimer: NodeJS.Timeout | null = null;
+  /** When an attempt last left the queue to start, or entered it empty (the agent's monotonic clock): the queue's last move. */
+  private queueMovedAt = 0;
   private readonly runner: HeldRunnerOptions & { killGraceMs: number };
   private readonly spares: SpareWorkDirs | null = null;
   private readonly reaper: ReaperClient | null = null;
@@ -603,7 +605,9 @@ class WorkerAgent implements Agent {
     // server part and agent part are told apart by it.
     this.log.debug({ attemptId: a.attemptId, taskId: a.taskId, attempt: a.number, assignedAt: performance.timeOrigin + performance.now() }, 'attempt assigned');
     // Behind those already queued (oldest first), unless the queue is full; startQueued then runs what a free slot can take.
+    const wasEmpty = this.queued.size === 0;
     if (this.queued.push(a, performance.now())) {
+      if (wasEmpty) this.queueMovedAt = performance.now();
       this.startQueued();
       this.armQueueCheck();
       return;
@@ -627,6 +631,7 @@ class WorkerAgent implements Agent {
     while (this.liveCount() < this.opts.slots) {
       const q = this.queued.shift();
       if (!q) break;
+      this.queueMovedAt = performance.now();
       this.hold(q.attempt, this.runner, q.leaseConfirmedAt);
     }
     this.scheduleFence();
@@ -646,18 +651,16 @@ class WorkerAgent implements Agent {
     if (this.ready && this.prefetchChanges) this.conn.send({ type: 'prefetch', prefetch: n });
   }
 
-  /** Auto prefetch, while offered and something is queued: one timer for when the oldest queued attempt has waited too long. */
+  /** Auto prefetch, while offered and something is queued: one timer for when the queue will have gone too long without a start. */
   private armQueueCheck(): void {
-    if (!this.auto || this.queueTimer || this.closing) return;
-    const oldest = this.queued.oldest();
-    if (!oldest) return;
-    const delay = this.auto.nextCheckIn(performance.now() - oldest.queuedAt);
+    if (!this.auto || this.queueTimer || this.closing || this.queued.size === 0) return;
+    const delay = this.auto.nextCheckIn(performance.now() - this.queueMovedAt);
     if (delay === null) return;
     this.queueTimer = setTimeout(() => {
       this.queueTimer = null;
-      const q = this.queued.oldest();
-      const change = q && this.auto!.queuedFor(performance.now() - q.queuedAt);
-      if (change !== undefined && change !== null) this.offerPrefetch(change);
+      if (this.queued.size === 0) return;
+      const change = this.auto!.stalledFor(performance.now() - this.queueMovedAt);
+      if (change !== null) this.offerPrefetch(change);
       else this.armQueueCheck();
     }, delay);
     this.queueTimer.unref();

@@ -23,7 +23,7 @@
  * The cost: a queued task waits behind this agent's running ones. So the
  * AgentOptions default is 0 (none), and `drover worker`'s is `auto`
  * (auto-prefetch.ts: offered only while the tasks are short, withdrawn when
- * a queued one waits too long); the server fills a worker's prefetch only when no
+ * the queue stops moving); the server fills a worker's prefetch only when no
  * worker has a free slot (scheduler.ts dispatchPass, worker-session.ts
  * refill); and when one of its workers has a free slot that no waiting task
  * fills, it asks back what other workers hold queued (give_back below).
@@ -50,8 +50,6 @@ export interface Queued {
   readonly attempt: AssignedAttempt;
   /** As HeldAttempt.leaseConfirmedAt (held-attempt.ts): the agent's monotonic clock. */
   leaseConfirmedAt: number;
-  /** When it was queued (the agent's monotonic clock): how long it waits (auto-prefetch.ts). */
-  readonly queuedAt: number;
 }
 
 export class PrefetchQueue {
@@ -73,14 +71,8 @@ export class PrefetchQueue {
   /** Queues `attempt` unless the queue is full (false). */
   push(attempt: AssignedAttempt, leaseConfirmedAt: number): boolean {
     if (this.items.size >= this.capacity) return false;
-    this.items.set(attempt.attemptId, { attempt, leaseConfirmedAt, queuedAt: leaseConfirmedAt });
+    this.items.set(attempt.attemptId, { attempt, leaseConfirmedAt });
     return true;
-  }
-
-  /** The oldest queued attempt, left in the queue. */
-  oldest(): Queued | undefined {
-    for (const q of this.items.values()) return q;
-    return undefined;
   }
 
   /** The oldest queued attempt, removed. */

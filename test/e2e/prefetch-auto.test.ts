@@ -10,6 +10,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { until } from './cli-run.js';
+import { PREFETCH_RERAISE_RUNS } from '../../src/core/protocol.js';
 import { FakeAgent } from './fake-agent.js';
 import { startCluster, type Cluster } from './harness.js';
 
@@ -34,20 +35,28 @@ describe('e2e: adaptive prefetch', () => {
     await c?.close();
   });
 
-  it('a prefetch message raises the offer (filled at once) and lowers it (the queued ones asked back, returned, waiting again)', async () => {
+  it('a prefetch message raises the offer (applied after 20 runs on the connection) and lowers it (the queued ones asked back, returned, waiting again)', async () => {
     const f = await fake();
     f.hello('changer', { slots: 1, labels: { pool: 'changer' } });
     const welcome = await f.next('welcome');
     assert.equal(welcome.prefetchChanges, true);
-    const ids: string[] = [];
-    for (let i = 0; i < 3; i++) ids.push(await c.api.submit({ command: 'true', requires: { pool: 'changer' } }));
-    const first = await f.next('assign');
-    assert.equal(first.attempt.taskId, ids[0], 'one slot, no prefetch: the oldest only');
-    await assert.rejects(f.next('assign', 300), /no assign within 300 ms/);
+    const ids = new Set<string>();
+    for (let i = 0; i < PREFETCH_RERAISE_RUNS + 6; i++) ids.add(await c.api.submit({ command: 'true', requires: { pool: 'changer' } }));
+    const exit = (a: { attempt: { attemptId: number; fencingToken: string } }, outcome: string) =>
+      f.send({ type: 'exit', attemptId: a.attempt.attemptId, fencingToken: a.attempt.fencingToken, outcome, exitCode: outcome === 'succeeded' ? 0 : null, signal: null, error: outcome === 'returned' ? 'given back unstarted: asked' : null, durationMs: 1 });
 
+    let current = await f.next('assign');
     f.send({ type: 'prefetch', prefetch: 2 });
-    const queued = [await f.next('assign'), await f.next('assign')];
-    assert.deepEqual(queued.map((a) => a.attempt.taskId).sort(), [ids[1], ids[2]].sort());
+    await assert.rejects(f.next('assign', 300), /no assign within 300 ms/, 'a raise waits for 20 runs on this connection');
+    for (let i = 1; i < PREFETCH_RERAISE_RUNS; i++) {
+      exit(current, 'succeeded');
+      current = await f.next('assign');
+    }
+    // The 20th run: the held raise applies, and the refill fills the slot and the prefetch.
+    exit(current, 'succeeded');
+    const three = [await f.next('assign'), await f.next('assign'), await f.next('assign')];
+    await assert.rejects(f.next('assign', 300), /no assign within 300 ms/, 'slots 1 + prefetch 2');
+    for (const a of three) assert.ok(ids.has(a.attempt.taskId));
 
     f.send({ type: 'prefetch', prefetch: 1 });
     const back1 = await f.next('give_back');
@@ -57,9 +66,11 @@ describe('e2e: adaptive prefetch', () => {
     const back2 = await f.next('give_back');
     assert.equal(back2.attemptIds.length, 1, 'the other one, each asked once');
     assert.notEqual(back2.attemptIds[0], back1.attemptIds[0]);
-
+    const queued = three.filter((a) => [back1.attemptIds[0], back2.attemptIds[0]].includes(a.attempt.attemptId));
+    const running = three.find((a) => !queued.includes(a))!;
+    assert.equal(running.attempt.attemptId, Math.min(...three.map((a) => a.attempt.attemptId)), 'the newest asked back, the oldest kept for the slot');
     for (const q of queued) {
-      f.send({ type: 'exit', attemptId: q.attempt.attemptId, fencingToken: q.attempt.fencingToken, outcome: 'returned', exitCode: null, signal: null, error: 'given back unstarted: asked', durationMs: 0 });
+      exit(q, 'returned');
       await f.next('exit_ack', 5_000, (m) => m.attemptId === q.attempt.attemptId);
     }
     for (const q of queued) {
@@ -69,13 +80,15 @@ describe('e2e: adaptive prefetch', () => {
       assert.equal(d.task.lostCount, 0);
       assert.equal(d.events.filter((e: any) => e.reason === 'returned').length, 1);
     }
-    await assert.rejects(f.next('assign', 300), /no assign within 300 ms/, 'prefetch 0: nothing queued again while the slot is busy');
+    // A raise right after the lowering is held again: a worker cannot bounce queues of tasks faster than it runs them.
+    f.send({ type: 'prefetch', prefetch: 2 });
+    await assert.rejects(f.next('assign', 300), /no assign within 300 ms/, 'held: no run since the lowering');
 
-    // The slot frees: the next waiting task comes, one at a time.
-    f.send({ type: 'exit', attemptId: first.attempt.attemptId, fencingToken: first.attempt.fencingToken, outcome: 'succeeded', exitCode: 0, signal: null, error: null, durationMs: 1 });
+    // The slot frees: the next waiting task comes, one only.
+    exit(running, 'succeeded');
     const next = await f.next('assign');
-    assert.ok([ids[1], ids[2]].includes(next.attempt.taskId));
-    assert.equal(next.attempt.number, 2, 'the returned attempt was number 1');
+    await assert.rejects(f.next('assign', 300), /no assign within 300 ms/, 'one run since the lowering: the raise still waits');
+    if (queued.some((q) => q.attempt.taskId === next.attempt.taskId)) assert.equal(next.attempt.number, 2, 'the returned attempt was number 1');
     f.close();
   });
 
@@ -108,7 +121,7 @@ describe('e2e: adaptive prefetch', () => {
     const long = await c.api.submit({ command: 'sleep', args: ['30'] });
     await c.api.waitState(long, ['running']);
     const behind = [await c.api.submit({ command: 'true' }), await c.api.submit({ command: 'true' })];
-    // Queued on the agent (offered: 2), then handed back once the oldest waited over 100 ms.
+    // Queued on the agent (offered: 2), then handed back once the queue went 200 ms without a start.
     for (const id of behind) {
       await until(`${id} given back`, async () => {
         const d = await c.api.task(id);

@@ -33,7 +33,7 @@ import { isLogLevel, LOG_LEVELS, type LogLevel } from '../human-log.js';
 import { plural } from '../plural.js';
 import { EXECUTORS, isExecutor, type Executor } from '../../worker/noop-executor.js';
 import { passEnvNameProblem, TASK_LANG, TASK_PATH } from '../../worker/task-env.js';
-import { AUTO_MAX_QUEUE_WAIT_MS, AUTO_SHORT_MS, AUTO_WINDOW } from '../../worker/auto-prefetch.js';
+import { AUTO_LONG_MS, AUTO_MAX_STALL_MS, AUTO_SHORT_MS, AUTO_WINDOW } from '../../worker/auto-prefetch.js';
 
 /** Same as the agent's DEFAULT_DRAIN_TIMEOUT_MS (not imported: the agent module loads lazily). */
 const DEFAULT_DRAIN_TIMEOUT_MS = 30_000;
@@ -145,7 +145,7 @@ export function workerCommand(): Command {
     .option('--server <url>', 'a Drover server; repeat for several (default: env DROVER_URL)', collect)
     .option('--token <token>', 'a worker token (default: env DROVER_TOKEN)')
     .option('--slots <n>', 'attempts run at once, 1..1024 (default: number of CPUs)')
-    .option('--prefetch <n|auto>', `assignments taken beyond --slots and queued until a slot frees, 0..${MAX_PREFETCH}, so short tasks start without waiting for the server's refill. A queued task waits behind this worker's running ones unless another worker of the same server has a slot free, which takes it back. auto: twice the slots, offered only after ${AUTO_WINDOW} tasks in a row ran ${AUTO_SHORT_MS} ms or less, and handed back to the shared queue once a task ran longer or a queued one waited over ${AUTO_MAX_QUEUE_WAIT_MS} ms; 0: none (default: auto)`)
+    .option('--prefetch <n|auto>', `assignments taken beyond --slots and queued until a slot frees, 0..${MAX_PREFETCH}, so short tasks start without waiting for the server's refill. A queued task waits behind this worker's running ones unless another worker of the same server has a slot free, which takes it back. auto: twice the slots, offered only after ${AUTO_WINDOW} tasks in a row ran ${AUTO_SHORT_MS} ms or less, and handed back to the shared queue once no queued task started for ${AUTO_MAX_STALL_MS} ms or a task ran over ${AUTO_LONG_MS / 1000} s; 0: none (default: auto)`)
     .option('--label <K=V>', 'a label of this worker (repeatable); tasks submitted with --require K=V run only on workers with that label', collect)
     .option('--work-dir <dir>', 'parent of the attempts\' work directories (default: <tmpdir>/drover-worker-<id or pid>)')
     .option('--id <id>', 'stable worker id (default: chosen by the agent)')
