@@ -33,7 +33,7 @@ import { isLogLevel, LOG_LEVELS, type LogLevel } from '../human-log.js';
 import { plural } from '../plural.js';
 import { EXECUTORS, isExecutor, type Executor } from '../../worker/noop-executor.js';
 import { passEnvNameProblem, TASK_LANG, TASK_PATH } from '../../worker/task-env.js';
-import { AUTO_LONG_MS, AUTO_MAX_STALL_MS, AUTO_SHORT_MS, AUTO_WINDOW } from '../../worker/auto-prefetch.js';
+import { AUTO_LONG_MS, AUTO_MAX_STALL_MS, AUTO_SHORT_MS, AUTO_WINDOW, autoPrefetchOptions } from '../../worker/auto-prefetch.js';
 
 /** Same as the agent's DEFAULT_DRAIN_TIMEOUT_MS (not imported: the agent module loads lazily). */
 const DEFAULT_DRAIN_TIMEOUT_MS = 30_000;
@@ -91,7 +91,7 @@ export function defaultLogFormat(stderrIsTty: boolean): 'human' | 'json' {
   return stderrIsTty ? 'human' : 'json';
 }
 
-/** Validates the flags (and env fallbacks) into the agent's options, or throws UsageError. */
+/** `--prefetch N`: an integer 0..MAX_PREFETCH (`auto` is handled by the caller), or UsageError naming `auto` too. */
 function parsePrefetch(raw: string): number {
   const s = raw.trim();
   const n = /^[+-]?\d+$/.test(s) ? Number(s) : NaN;
@@ -99,6 +99,7 @@ function parsePrefetch(raw: string): number {
   return n;
 }
 
+/** Validates the flags (and env fallbacks) into the agent's options, or throws UsageError. */
 export function buildWorkerConfig(flags: WorkerFlags, globalToken: string | undefined, env: Record<string, string | undefined>): WorkerConfig {
   const rawServers = flags.server?.length ? flags.server : env.DROVER_URL ? [env.DROVER_URL] : [];
   if (!rawServers.length) throw new UsageError('missing --server URL: the Drover server to connect to, e.g. --server http://127.0.0.1:7070');
@@ -218,7 +219,7 @@ export function workerCommand(): Command {
       const runs = cfg.executor === 'noop' ? 'noop executor (attempts run nothing and succeed at once)' : `work dir ${cfg.workDir}`;
       // Printed at every level: it says the agent is up, with its signal handlers in place (tests wait for it).
       const queue = cfg.prefetch !== 'auto' && cfg.prefetch > 0 ? ` (+${cfg.prefetch} prefetched)` : '';
-      const auto = cfg.prefetch === 'auto' ? `, prefetch auto (up to ${Math.min(2 * cfg.slots, MAX_PREFETCH)} queued while tasks are short)` : '';
+      const auto = cfg.prefetch === 'auto' ? `, prefetch auto (up to ${autoPrefetchOptions(cfg.slots, MAX_PREFETCH).cap} queued while tasks are short)` : '';
       process.stderr.write(`drover worker ${agent.workerId}: ${plural(cfg.slots, 'slot')}${queue}, ${cfg.servers.length === 1 ? 'server' : 'servers'} ${cfg.servers.join(', ')}, ${runs}${auto}\n`);
     });
 }
