@@ -111,7 +111,9 @@ describe('e2e: adaptive prefetch', () => {
 
   it('a real agent offers its queue after a run of short tasks, and withdraws it when a queued task waits behind a long one', async () => {
     const w = await c.startWorker({ id: 'auto', slots: 1, extra: ['--log-level', 'debug', '--drain-timeout', '1s'] });
-    assert.match(w.output(), /auto: 1 slot, server .*, prefetch auto \(up to 2 queued while tasks are short\)/);
+    // The start line follows the agent's start, so the server can list the worker before it is printed.
+    const startLine = /auto: 1 slot, server .*, prefetch auto \(up to 2 queued while tasks are short\)/;
+    await until('the start line', () => (startLine.test(w.output()) ? true : undefined));
     // Short tasks, one slot: a run of 20 in a row (a slow `true` on a loaded machine only delays the offer).
     const shorts: string[] = [];
     for (let i = 0; i < 30; i++) shorts.push(await c.api.submit({ command: 'true' }));
