@@ -21,7 +21,8 @@ describe('e2e: drover worker --prefetch', () => {
 
   it('slots 1, prefetch 2: three tasks assigned to the worker at once, run one after another', async () => {
     const w = await c.startWorker({ id: 'pf', slots: 1, extra: ['--prefetch', '2'] });
-    assert.match(w.output(), /pf: 1 slot \(\+2 prefetched\)/);
+    // The start line is printed after the agent connects: waited for, not read once.
+    await until('the start line', () => (/pf: 1 slot \(\+2 prefetched\)/.test(w.output()) ? true : undefined));
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) ids.push(await c.api.submit(timed('0.4')));
     // All three are this worker's (running, leased to it) while the first runs.
