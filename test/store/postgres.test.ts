@@ -415,7 +415,9 @@ describe('PostgreSQL store', { skip: PG ? false : PG_SKIP_REASON }, () => {
         const proxy = await startProxy(new URL(db.url));
         const url = new URL(db.url);
         url.host = `127.0.0.1:${proxy.port}`;
-        const store = openPostgresStore(url.toString(), { poolSize: 3, listenPingMs: 100 });
+        // A hint in flight on the LISTEN connection at the break gets no answer, not a reset: it
+        // ends with the client's timeout (shortened here), which drops the connection at once.
+        const store = openPostgresStore(url.toString(), { poolSize: 3, listenPingMs: 100, listenTimeoutMs: 1_000 });
         try {
           const rec = new Recorder(store);
           await store.whenListening();
@@ -447,6 +449,44 @@ describe('PostgreSQL store', { skip: PG ? false : PG_SKIP_REASON }, () => {
         }
       });
     });
+
+    for (const via of ['ping', 'presence'] as const) {
+      it(`a LISTEN connection that stops answering is replaced once a query on it times out (${via})`, async () => {
+        await withDb(async (db) => {
+          const proxy = await startProxy(new URL(db.url));
+          const url = new URL(db.url);
+          url.host = `127.0.0.1:${proxy.port}`;
+          const errors: unknown[] = [];
+          // Only the query under test runs often enough: the other waits a minute.
+          const store = openPostgresStore(url.toString(), {
+            poolSize: 2,
+            listenTimeoutMs: 300,
+            listenPingMs: via === 'ping' ? 100 : 60_000,
+            presenceMs: via === 'presence' ? 100 : 60_000,
+            onError: (err, where) => where === 'listen' && errors.push(err),
+          });
+          try {
+            const rec = new Recorder(store);
+            await store.whenListening();
+            const mark = rec.seen.length;
+            const started = Date.now();
+            proxy.stallAll();
+            await rec.waitFor((s) => s.kind === 'wake', 'wake after the LISTEN reconnect', mark);
+            const took = Date.now() - started;
+            // A query 100 ms after the stall, its 300 ms timeout, then a 100 ms backoff: well under the other
+            // query's minute (and under the two timeouts in a row that a queued query would add).
+            assert.ok(took < 5_000, `replaced after ${took} ms`);
+            assert.ok(errors.some((e) => /Query read timeout/.test(String(e))), `errors: ${errors.map(String)}`);
+            await store.whenListening();
+            const { task } = await store.createTask(newTaskId(T0), 'alice', makeSpec(), 'user:alice', T0);
+            await rec.waitFor((s) => s.kind === 'task' && s.taskId === task.id, 'task after the reconnect');
+          } finally {
+            await store.close();
+            await proxy.close();
+          }
+        });
+      });
+    }
 
     it('the claim reads the head of its queue index with 2,000 waiting tasks and no statistics', async () => {
       await withDb(async (db) => {
@@ -900,9 +940,12 @@ describe('PostgreSQL store', { skip: PG ? false : PG_SKIP_REASON }, () => {
 /**
  * A TCP proxy to PostgreSQL whose open connections can be broken silently:
  * after breakAll(), the upstream side is closed and each client's next write
- * is answered with a reset, so the client learns only when it next uses it.
+ * is answered with a reset, so the client learns only when it next uses it;
+ * after stallAll(), they are answered with nothing at all, as over a network
+ * partition, so a client learns only from its own timeout. Connections opened
+ * afterwards work.
  */
-async function startProxy(target: URL): Promise<{ port: number; connections(): number; breakAll(): void; close(): Promise<void> }> {
+async function startProxy(target: URL): Promise<{ port: number; connections(): number; breakAll(): void; stallAll(): void; close(): Promise<void> }> {
   const pairs = new Set<{ down: net.Socket; up: net.Socket }>();
   let count = 0;
   const srv = net.createServer((down) => {
@@ -922,21 +965,34 @@ async function startProxy(target: URL): Promise<{ port: number; connections(): n
     down.on('close', drop);
     up.on('close', drop);
   });
+  const stalled = new Set<net.Socket>();
+  /** Detaches every open connection from PostgreSQL and returns the client sides, still open. */
+  const cutUpstream = (): net.Socket[] =>
+    [...pairs].map((pair) => {
+      pairs.delete(pair);
+      const { down, up } = pair;
+      down.unpipe(up);
+      up.unpipe(down);
+      up.removeAllListeners('close');
+      down.removeAllListeners('close');
+      up.destroy();
+      return down;
+    });
   await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
   return {
     port: (srv.address() as net.AddressInfo).port,
     connections: () => count,
     breakAll() {
-      for (const pair of [...pairs]) {
-        pairs.delete(pair);
-        const { down, up } = pair;
-        down.unpipe(up);
-        up.unpipe(down);
-        up.removeAllListeners('close');
-        down.removeAllListeners('close');
-        up.destroy();
+      for (const down of cutUpstream()) {
         down.on('data', () => down.resetAndDestroy());
         down.resume(); // unpipe left it paused
+      }
+    },
+    stallAll() {
+      for (const down of cutUpstream()) {
+        stalled.add(down);
+        down.on('data', () => {}); // swallowed: no answer, no reset
+        down.resume();
       }
     },
     async close() {
@@ -944,6 +1000,7 @@ async function startProxy(target: URL): Promise<{ port: number; connections(): n
         down.destroy();
         up.destroy();
       }
+      for (const down of stalled) down.destroy();
       await new Promise<void>((resolve) => srv.close(() => resolve()));
     },
   };

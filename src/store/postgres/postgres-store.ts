@@ -65,6 +65,12 @@ export interface PostgresStoreOptions {
   statementTimeoutMs?: number;
   /** How often the idle LISTEN connection is checked, to notice one that died silently (default 30000 ms). */
   listenPingMs?: number;
+  /**
+   * How long a query on the LISTEN connection (the ping, a hint, a presence)
+   * may go unanswered before the connection counts as dead and is replaced
+   * (default 10000 ms; its queries are a bare NOTIFY or SELECT 1).
+   */
+  listenTimeoutMs?: number;
   /** How often this store NOTIFYs its presence and how long a silent peer counts (signal-peers.ts; defaults 5 s and 20 s; tests shorten them). */
   presenceMs?: number;
   peerTtlMs?: number;
@@ -99,7 +105,7 @@ export function openPostgresStore(url: string, opts: PostgresStoreOptions = {}):
   // 'error' event would crash the process.
   pool.on('error', (err) => opts.onError?.(err, 'pool'));
   const hub = new SignalHub({
-    client: { ...client, query_timeout: 10_000 },
+    client: { ...client, query_timeout: opts.listenTimeoutMs ?? 10_000 },
     pingMs: opts.listenPingMs ?? 30_000,
     ...(opts.presenceMs !== undefined ? { presenceMs: opts.presenceMs } : {}),
     ...(opts.peerTtlMs !== undefined ? { peerTtlMs: opts.peerTtlMs } : {}),

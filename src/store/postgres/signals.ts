@@ -15,7 +15,9 @@
  * 100 ms doubling to 5 s, and LISTEN is issued again; then a synthetic
  * `{ kind: 'wake' }` goes to the listeners, because notifications sent while
  * it was down are lost (likewise when the very first LISTEN needed retries). A periodic `SELECT 1` on the connection notices a
- * connection that died without closing (no FIN, e.g. a network partition).
+ * connection that died without closing (no FIN, e.g. a network partition),
+ * and so does any other query on it that gets no answer within the client's
+ * `query_timeout` (postgres-store.ts: `listenTimeoutMs`).
  *
  * Peers: the LISTEN connection also carries each store's presence
  * (signal-peers.ts), so a store knows whether any other one listens and db.ts
@@ -23,6 +25,7 @@
  */
 import pg from 'pg';
 import type { StoreSignal } from '../store.js';
+import { isConnectionError } from './pg-errors.js';
 import { PEER_TTL_MS, PRESENCE_MS, PRESENCE_PAYLOAD, presenceFromPayload, SignalPeers, type Presence } from './signal-peers.js';
 
 export const SIGNAL_CHANNEL = 'drover_signals';
@@ -109,9 +112,7 @@ export class SignalHub {
     this.queue = this.queue.then(() =>
       client.query(PRESENCE_SQL, [SIGNAL_CHANNEL, PRESENCE_PAYLOAD[state]]).then(
         () => {},
-        () => {
-          // A broken connection is noticed by its own error handler or the ping; the next connect says `here` again.
-        },
+        (e: unknown) => this.failed(client, e), // the next connect says `here` again
       ),
     );
     return this.queue;
@@ -129,9 +130,7 @@ export class SignalHub {
     this.queue = this.queue.then(() =>
       client.query(sql, params).then(
         () => {},
-        () => {
-          // Covered by the sweeps; a broken connection is noticed by its own error handler.
-        },
+        (e: unknown) => this.failed(client, e), // a hint lost with it is covered by the sweeps
       ),
     );
     return true;
@@ -222,7 +221,7 @@ export class SignalHub {
   }
 
   private ping(client: pg.Client): void {
-    if (this.pinging) return; // the previous one is still out (its query_timeout ends it)
+    if (this.pinging) return; // the previous one is still out (the client's query_timeout ends it)
     this.pinging = true;
     this.queue = this.queue
       .then(() => client.query('SELECT 1'))
@@ -230,6 +229,19 @@ export class SignalHub {
       .finally(() => {
         if (this.client === client) this.pinging = false;
       });
+  }
+
+  /**
+   * A query on the LISTEN connection failed. A statement's own error leaves
+   * the connection usable; a connection error (reset, or `Query read timeout`:
+   * no answer within the client's query_timeout, so the connection died
+   * silently) drops it at once. It must: after a read timeout, pg keeps the
+   * unanswered query as the active one, so every later query on that client
+   * (the ping's included) waits behind it, and the hub would stay deaf until
+   * the ping's own timeout, twice the wait for nothing.
+   */
+  private failed(client: pg.Client, e: unknown): void {
+    if (isConnectionError(e)) this.lost(client, e);
   }
 
   /** The connection `client` failed: drop it and, unless closed, reconnect after the backoff. */
