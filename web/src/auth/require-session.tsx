@@ -10,7 +10,8 @@ export function RequireSession({ children }: { children: ReactNode }) {
   const me = useMe();
   const loc = useLocation();
   if (me.isPending) return <FullPageMessage busy>Loading…</FullPageMessage>;
-  if (me.isError)
+  // Only when there is no answer yet: a failed refresh of a session already known keeps the app on screen.
+  if (me.isError && me.data === undefined)
     return (
       <FullPageMessage>
         <ErrorNotice error={me.error} retry={() => void me.refetch()} />

@@ -36,9 +36,14 @@ export function DagPage() {
       </>
     );
   }
-  if (q.isError) return <ErrorNotice error={q.error} retry={() => void q.refetch()} title="Could not load the DAG" />;
-  if (!q.data) return <div className="card skeleton-card" aria-busy="true" />;
-  return <DagView dag={q.data.dag} />;
+  if (!q.data) return q.isError ? <ErrorNotice error={q.error} retry={() => void q.refetch()} title="Could not load the DAG" /> : <div className="card skeleton-card" aria-busy="true" />;
+  // A failed refresh keeps the page as last loaded (task-detail-page.tsx says why).
+  return (
+    <>
+      {q.isError && <ErrorNotice error={q.error} retry={() => void q.refetch()} title="Could not refresh the DAG; showing it as last loaded" />}
+      <DagView dag={q.data.dag} />
+    </>
+  );
 }
 
 function DagView({ dag }: { dag: Dag }) {

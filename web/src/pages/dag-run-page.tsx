@@ -42,9 +42,14 @@ export function DagRunPage() {
       </>
     );
   }
-  if (q.isError) return <ErrorNotice error={q.error} retry={() => void q.refetch()} title="Could not load the run" />;
-  if (!q.data) return <div className="card skeleton-card" aria-busy="true" />;
-  return <RunView detail={q.data} />;
+  if (!q.data) return q.isError ? <ErrorNotice error={q.error} retry={() => void q.refetch()} title="Could not load the run" /> : <div className="card skeleton-card" aria-busy="true" />;
+  // A failed refresh keeps the page as last loaded (task-detail-page.tsx says why).
+  return (
+    <>
+      {q.isError && <ErrorNotice error={q.error} retry={() => void q.refetch()} title="Could not refresh the run; showing it as last loaded" />}
+      <RunView detail={q.data} />
+    </>
+  );
 }
 
 function RunView({ detail }: { detail: DagRunDetail }) {

@@ -42,9 +42,15 @@ export function TaskDetailPage() {
       </>
     );
   }
-  if (q.isError) return <ErrorNotice error={q.error} retry={() => void q.refetch()} title="Could not load the task" />;
-  if (!q.data) return <DetailSkeleton />;
-  return <TaskDetail detail={q.data} />;
+  if (!q.data) return q.isError ? <ErrorNotice error={q.error} retry={() => void q.refetch()} title="Could not load the task" /> : <DetailSkeleton />;
+  // A refresh that failed (the server restarting, a network blip) keeps the page as it was, its log's
+  // place included, with the error above it; the next refresh clears it.
+  return (
+    <>
+      {q.isError && <ErrorNotice error={q.error} retry={() => void q.refetch()} title="Could not refresh the task; showing it as last loaded" />}
+      <TaskDetail detail={q.data} />
+    </>
+  );
 }
 
 function TaskDetail({ detail }: { detail: TaskDetailData }) {
