@@ -200,7 +200,12 @@ describe('browser: tasks, live', () => {
     for (let i = 0; i < 20 && (await earlier.count()) > 0; i++) {
       const before = (await log.innerText()).length;
       await earlier.click();
-      await until('the earlier page', async () => (await log.innerText()).length > before);
+      await until('the earlier page', async () => (await log.innerText()).length > before).catch(async (err: Error) => {
+        // Seen once in a full run on a loaded machine: say what the page showed, for the next time.
+        const alerts = await page.getByRole('alert').allInnerTexts();
+        const busy = (await earlier.count()) > 0 ? await earlier.getAttribute('aria-busy') : 'no button';
+        throw new Error(`${err.message} (click ${i + 1}; log ${before} → ${(await log.innerText()).length} characters; button busy: ${busy}; alerts: ${JSON.stringify(alerts)}; problems: ${JSON.stringify(tab.problems)})`);
+      });
     }
     assert.equal(await earlier.count(), 0, 'at the start: nothing earlier to load');
     const all = (await log.innerText()).trim().split('\n');
