@@ -1,19 +1,31 @@
 /**
- * Browser, against a real server and worker: a detail page whose refresh
- * fails (the server answering 503 for a while, as while its database
- * restarts) stays on screen as last loaded, with the error above it and a way
- * to try again, instead of being replaced by the error. What the reader was
- * looking at, a log paged back, is kept; the next refresh that succeeds
- * clears the error. The 503s come from the browser's network layer
- * (Playwright's route), for the detail's URL only.
+ * Browser, against a real server and worker: a detail page (a task, a DAG
+ * run) whose refresh fails (the server answering 503 for a while, as while
+ * its database restarts) stays on screen as last loaded, with the error
+ * above it and a way to try again, instead of being replaced by the error.
+ * What the reader was looking at, a log paged back, is kept; the next
+ * refresh that succeeds clears the error. The 503s come from the browser's
+ * network layer (Playwright's route), for the detail's URL only.
  */
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Browser, Route } from 'playwright-core';
+import type { Browser, Page, Route } from 'playwright-core';
 import { startCluster, type Cluster } from '../e2e/harness.js';
 import { launchBrowser, openTab, signIn, until, waitLive, type Tab } from './browser-harness.js';
+
+/** From now on, GET `pathname` answers 503 in this page (the server's error shape), until `stop`. */
+async function refuse(page: Page, pathname: string): Promise<{ count(): number; stop(): Promise<void> }> {
+  let n = 0;
+  const match = (url: URL) => url.pathname === pathname;
+  const handler = async (route: Route) => {
+    n++;
+    await route.fulfill({ status: 503, contentType: 'application/json', body: JSON.stringify({ error: { code: 'unavailable', message: 'database unavailable: restarting' } }) });
+  };
+  await page.route(match, handler);
+  return { count: () => n, stop: () => page.unroute(match, handler) };
+}
 
 describe('browser: a failed refresh keeps the page', () => {
   let c: Cluster;
@@ -53,19 +65,13 @@ describe('browser: a failed refresh keeps the page', () => {
     const paged = await log.innerText();
 
     // From now on the task's own URL answers 503 (the log's and the stream's do not).
-    let refused = 0;
-    const detail = (url: URL) => url.pathname === `/v1/tasks/${id}`;
-    const refuse = async (route: Route) => {
-      refused++;
-      await route.fulfill({ status: 503, contentType: 'application/json', body: JSON.stringify({ error: { code: 'unavailable', message: 'database unavailable: restarting' } }) });
-    };
-    await page.route(detail, refuse);
+    const refused = await refuse(page, `/v1/tasks/${id}`);
     // The task ends: the live stream patches the page and asks for a refresh, which fails (and its retries).
     writeFileSync(go, '');
     await page.locator('.page-header [data-state="succeeded"]').waitFor();
     const notice = page.getByRole('alert').filter({ hasText: 'Could not refresh the task' });
     await notice.waitFor();
-    assert.ok(refused >= 1);
+    assert.ok(refused.count() >= 1);
     assert.match(await notice.innerText(), /database unavailable: restarting/);
     // Still the task's page, its log where the reader left it (the end of the run arrives through the tail).
     await page.getByRole('heading', { name: /refresh-fails/ }).waitFor();
@@ -73,14 +79,57 @@ describe('browser: a failed refresh keeps the page', () => {
     const kept = await log.innerText();
     assert.ok(kept.startsWith(paged.replace(/\s+$/, '')), 'the paged-back log was kept, not reloaded from its end');
 
-    await page.unroute(detail, refuse);
+    await refused.stop();
     await notice.getByRole('button', { name: 'Try again' }).click();
     await notice.waitFor({ state: 'detached' });
     await page.locator('.attempts-table td', { hasText: 'exit 0' }).waitFor();
     assert.ok((await log.innerText()).startsWith(paged.replace(/\s+$/, '')), 'still kept after the refresh');
-    // The only errors the tab saw are the 503s this test made (Chromium logs each one, without its URL).
-    const made = (p: string) => p === `http 503: GET ${c.url}/v1/tasks/${id}` || /^console: Failed to load resource: the server responded with a status of 503\b/.test(p);
-    assert.deepEqual(tab.problems.filter((p) => !made(p)), []);
-    assert.equal(tab.problems.filter((p) => p.startsWith('console:')).length, refused);
+    assertOnlyMade503s([`/v1/tasks/${id}`]);
   });
+
+  it('a DAG run page whose refresh answers 503 keeps its graph, says so, and recovers', async () => {
+    const { page } = tab;
+    const go = join(c.dir, 'go-dag');
+    const dag = await c.api.req('POST', '/v1/dags', {
+      name: 'refresh-dag',
+      steps: [
+        { name: 'a', script: 'while [ ! -f "$GO" ]; do sleep 0.02; done', env: { GO: go } },
+        { name: 'b', command: 'true', depends_on: ['a'] },
+      ],
+    });
+    assert.equal(dag.status, 201, dag.text);
+    const started = await c.api.req('POST', '/v1/dags/refresh-dag/runs', {});
+    assert.equal(started.status, 201, started.text);
+    const runId: string = started.body.run.id;
+    await page.goto(`${c.url}/dag-runs/${runId}`);
+    await waitLive(page);
+    const node = (step: string) => page.locator(`[data-testid="dag-graph"] [data-step="${step}"]`);
+    await node('b').waitFor();
+    await page.locator('[data-testid="run-state"] [data-state="running"]').waitFor();
+
+    const refused = await refuse(page, `/v1/dag-runs/${runId}`);
+    // Step a ends and b runs: the live stream asks the run page for a refresh, which fails (and its retries).
+    writeFileSync(go, '');
+    const notice = page.getByRole('alert').filter({ hasText: 'Could not refresh the run' });
+    await notice.waitFor();
+    assert.ok(refused.count() >= 1);
+    assert.match(await notice.innerText(), /database unavailable: restarting/);
+    // Still the run's page: its graph, both nodes.
+    await node('a').waitFor();
+    await node('b').waitFor();
+
+    await refused.stop();
+    await notice.getByRole('button', { name: 'Try again' }).click();
+    await page.locator('[data-testid="run-state"] [data-state="succeeded"]').waitFor();
+    await notice.waitFor({ state: 'detached' });
+    assertOnlyMade503s([`/v1/dag-runs/${runId}`]);
+  });
+
+  /** The only problems the tab saw are the 503s these tests made (Chromium logs each one without its URL). */
+  const made: string[] = [];
+  function assertOnlyMade503s(paths: string[]): void {
+    made.push(...paths);
+    const ours = (p: string) => made.some((path) => p === `http 503: GET ${c.url}${path}`) || /^console: Failed to load resource: the server responded with a status of 503\b/.test(p);
+    assert.deepEqual(tab.problems.filter((p) => !ours(p)), []);
+  }
 });
