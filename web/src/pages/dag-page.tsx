@@ -17,6 +17,7 @@ import { DagRunForm } from '../components/dag-run-form';
 import { DagRunsTable } from '../components/dag-runs-table';
 import { DagStepsTable } from '../components/dag-steps-table';
 import { ErrorNotice } from '../components/error-notice';
+import { RefreshNotice } from '../components/refresh-notice';
 import { EmptyState } from '../components/empty-state';
 import { TimeText } from '../components/time-text';
 
@@ -37,10 +38,9 @@ export function DagPage() {
     );
   }
   if (!q.data) return q.isError ? <ErrorNotice error={q.error} retry={() => void q.refetch()} title="Could not load the DAG" /> : <div className="card skeleton-card" aria-busy="true" />;
-  // A failed refresh keeps the page as last loaded (task-detail-page.tsx says why).
   return (
     <>
-      {q.isError && <ErrorNotice error={q.error} retry={() => void q.refetch()} title="Could not refresh the DAG; showing it as last loaded" />}
+      <RefreshNotice query={q} what="the DAG" />
       <DagView dag={q.data.dag} />
     </>
   );

@@ -22,6 +22,7 @@ import { DagRunCounts } from '../components/dag-run-counts';
 import { CriticalPathNote } from '../components/critical-path-note';
 import { KvList } from '../components/kv-list';
 import { ErrorNotice } from '../components/error-notice';
+import { RefreshNotice } from '../components/refresh-notice';
 import { EmptyState } from '../components/empty-state';
 import { TimeText } from '../components/time-text';
 import { DurationText } from '../components/duration-text';
@@ -43,10 +44,9 @@ export function DagRunPage() {
     );
   }
   if (!q.data) return q.isError ? <ErrorNotice error={q.error} retry={() => void q.refetch()} title="Could not load the run" /> : <div className="card skeleton-card" aria-busy="true" />;
-  // A failed refresh keeps the page as last loaded (task-detail-page.tsx says why).
   return (
     <>
-      {q.isError && <ErrorNotice error={q.error} retry={() => void q.refetch()} title="Could not refresh the run; showing it as last loaded" />}
+      <RefreshNotice query={q} what="the run" />
       <RunView detail={q.data} />
     </>
   );

@@ -19,6 +19,7 @@ import { TimeText } from '../components/time-text';
 import { RetryPolicyText } from '../components/retry-policy-text';
 import { TaskResultText } from '../components/task-result-text';
 import { ErrorNotice } from '../components/error-notice';
+import { RefreshNotice } from '../components/refresh-notice';
 import { EmptyState } from '../components/empty-state';
 import { formatDuration } from '../format/duration';
 import { TERMINAL_STATES, type TaskDetail as TaskDetailData } from '../api/types';
@@ -43,11 +44,9 @@ export function TaskDetailPage() {
     );
   }
   if (!q.data) return q.isError ? <ErrorNotice error={q.error} retry={() => void q.refetch()} title="Could not load the task" /> : <DetailSkeleton />;
-  // A refresh that failed (the server restarting, a network blip) keeps the page as it was, its log's
-  // place included, with the error above it; the next refresh clears it.
   return (
     <>
-      {q.isError && <ErrorNotice error={q.error} retry={() => void q.refetch()} title="Could not refresh the task; showing it as last loaded" />}
+      <RefreshNotice query={q} what="the task" />
       <TaskDetail detail={q.data} />
     </>
   );
