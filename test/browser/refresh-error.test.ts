@@ -1,11 +1,11 @@
 /**
  * Browser, against a real server and worker: a detail page (a task, a DAG
- * run) whose refresh fails (the server answering 503 for a while, as while
+ * run) or the overview's widgets whose refresh fails (the server answering 503 for a while, as while
  * its database restarts) stays on screen as last loaded, with the error
  * above it and a way to try again, instead of being replaced by the error.
  * What the reader was looking at, a log paged back, is kept; the next
  * refresh that succeeds clears the error. The 503s come from the browser's
- * network layer (Playwright's route), for the detail's URL only.
+ * network layer (Playwright's route), for the refreshed URLs only.
  */
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
@@ -125,11 +125,55 @@ describe('browser: a failed refresh keeps the page', () => {
     assertOnlyMade503s([`/v1/dag-runs/${runId}`]);
   });
 
+  it('the overview whose widgets\' refreshes answer 503 keeps its counts, charts and workers, says so, and recovers', async () => {
+    const { page } = tab;
+    await page.goto(`${c.url}/`);
+    await waitLive(page);
+    await page.getByTestId('workers-online').getByText('1').waitFor();
+    const total = page.getByTestId('count-total');
+    await total.waitFor();
+    const before = Number(await total.innerText());
+    const chart = page.getByRole('img', { name: /Attempts started and tasks finished per minute/ });
+    await chart.waitFor();
+
+    const paths = ['/v1/stats/counts', '/v1/stats/minutes', '/v1/workers'];
+    const refused = await Promise.all(paths.map((p) => refuse(page, p)));
+    // A task that ends asks the counts (0.4 s) and the charts (5-15 s) for a refresh; a second worker, the workers.
+    const id = await c.api.submit({ command: 'true' });
+    await c.startWorker({ id: 'refresh-w2', slots: 1 });
+    for (const what of ['the counts', 'the activity charts', 'the workers']) {
+      const notice = page.getByRole('alert').filter({ hasText: `Could not refresh ${what}` });
+      await notice.waitFor({ timeout: 40_000 });
+      assert.match(await notice.innerText(), /database unavailable: restarting/);
+    }
+    for (const r of refused) assert.ok(r.count() >= 1);
+    // Each widget still shows what it last loaded.
+    await chart.waitFor();
+    assert.equal(await page.getByRole('img', { name: /Time from submit to first start/ }).count(), 1);
+    assert.equal(Number(await total.innerText()), before);
+    // (The live stream patches the workers' rows in place: 1 or 2 online, never the error in their place.)
+    assert.match(await page.getByTestId('workers-online').innerText(), /^[12]\s+online/);
+
+    await Promise.all(refused.map((r) => r.stop()));
+    // Try again on each notice (one at a time: a notice goes once its refresh succeeds).
+    const notices = page.getByRole('alert').filter({ hasText: 'Could not refresh' });
+    await until('every refresh notice gone after Try again', async () => {
+      if ((await notices.count()) === 0) return true;
+      await notices.first().getByRole('button', { name: 'Try again' }).click({ timeout: 2_000 }).catch(() => undefined);
+      return false;
+    });
+    assert.equal(await page.getByRole('alert').count(), 0);
+    await total.getByText(String(before + 1), { exact: true }).waitFor();
+    await page.getByTestId('workers-online').getByText('2').waitFor();
+    assert.equal((await c.api.waitDone(id)).task.state, 'succeeded');
+    assertOnlyMade503s(paths);
+  });
+
   /** The only problems the tab saw are the 503s these tests made (Chromium logs each one without its URL). */
   const made: string[] = [];
   function assertOnlyMade503s(paths: string[]): void {
     made.push(...paths);
-    const ours = (p: string) => made.some((path) => p === `http 503: GET ${c.url}${path}`) || /^console: Failed to load resource: the server responded with a status of 503\b/.test(p);
+    const ours = (p: string) => made.some((path) => p === `http 503: GET ${c.url}${path}` || p.startsWith(`http 503: GET ${c.url}${path}?`)) || /^console: Failed to load resource: the server responded with a status of 503\b/.test(p);
     assert.deepEqual(tab.problems.filter((p) => !ours(p)), []);
   }
 });

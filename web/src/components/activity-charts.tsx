@@ -6,6 +6,7 @@ import { minuteSeries } from '../charts/minute-series';
 import { TimeChart, type ChartSeries } from '../charts/time-chart';
 import { Section } from './section';
 import { ErrorNotice } from './error-notice';
+import { RefreshNotice } from './refresh-notice';
 
 export function ActivityCharts() {
   const q = useQuery(minutesQuery());
@@ -30,13 +31,16 @@ export function ActivityCharts() {
     const sum = (a: number[]) => a.reduce((n, x) => n + x, 0);
     return { started: sum(s.started), finished: sum(s.succeeded) + sum(s.failed) + sum(s.cancelled) };
   }, [s]);
+  // Only charts that never loaded give their place to the error; a failed refresh keeps the last ones, with the error above.
+  const never = q.isError && q.data === undefined;
   return (
     <div className="charts">
+      {q.data !== undefined && <RefreshNotice query={q} what="the activity charts" />}
       <Section title="Tasks per minute" id="throughput" aside={<span className="muted">last hour · {totals.started} started, {totals.finished} finished</span>}>
-        {q.isError ? <ErrorNotice error={q.error} /> : <TimeChart x={s.x} series={throughput} label="Attempts started and tasks finished per minute, last hour" />}
+        {never ? <ErrorNotice error={q.error} /> : <TimeChart x={s.x} series={throughput} label="Attempts started and tasks finished per minute, last hour" />}
       </Section>
       <Section title="Submit to start" id="latency" aside={<span className="muted">first attempts, per minute</span>}>
-        {q.isError ? <ErrorNotice error={q.error} /> : <TimeChart x={s.x} series={latency} yUnit="s" label="Time from submit to first start, average and maximum per minute, last hour" />}
+        {never ? <ErrorNotice error={q.error} /> : <TimeChart x={s.x} series={latency} yUnit="s" label="Time from submit to first start, average and maximum per minute, last hour" />}
       </Section>
     </div>
   );

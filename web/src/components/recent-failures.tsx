@@ -5,6 +5,7 @@ import { taskListQuery } from '../api/queries';
 import { Section } from './section';
 import { TimeText } from './time-text';
 import { ErrorNotice } from './error-notice';
+import { RefreshNotice } from './refresh-notice';
 
 // order=ended: a task created long ago that failed just now comes first, not after the failures of newer tasks.
 const FILTER = { state: 'failed', order: 'ended', limit: 8 } as const;
@@ -15,7 +16,7 @@ export function RecentFailures() {
   const failures = q.data?.tasks.filter((t) => t.state === 'failed');
   return (
     <Section title="Recent failures" id="failures" aside={<Link to="/tasks?state=failed&order=ended">All failed</Link>}>
-      {q.isError && <ErrorNotice error={q.error} />}
+      {q.data !== undefined ? <RefreshNotice query={q} what="the recent failures" /> : q.isError && <ErrorNotice error={q.error} />}
       {failures && failures.length === 0 && <p className="muted">No failed tasks.</p>}
       <ul className="failures" aria-busy={q.isPending}>
         {failures?.map((t) => (

@@ -5,6 +5,7 @@ import { workersQuery } from '../api/queries';
 import { Section } from './section';
 import { SlotsMeter } from './slots-meter';
 import { ErrorNotice } from './error-notice';
+import { RefreshNotice } from './refresh-notice';
 
 export function WorkersSummary() {
   const q = useQuery(workersQuery());
@@ -15,7 +16,8 @@ export function WorkersSummary() {
   const used = online.reduce((n, w) => n + w.slotsUsed, 0);
   return (
     <Section title="Workers" id="workers-summary" aside={<Link to="/workers">All workers</Link>}>
-      {q.isError ? (
+      {q.data !== undefined && <RefreshNotice query={q} what="the workers" />}
+      {q.isError && q.data === undefined ? (
         <ErrorNotice error={q.error} />
       ) : (
         <div className="workers-summary">

@@ -7,6 +7,7 @@ import { ActivityCharts } from '../components/activity-charts';
 import { RecentFailures } from '../components/recent-failures';
 import { WorkersSummary } from '../components/workers-summary';
 import { ErrorNotice } from '../components/error-notice';
+import { RefreshNotice } from '../components/refresh-notice';
 import { useSignedIn } from '../auth/session-context';
 
 export function OverviewPage() {
@@ -15,7 +16,11 @@ export function OverviewPage() {
   return (
     <>
       <PageHeader title="Overview" docTitle="Overview" subtitle={me.role === 'admin' ? 'All users' : 'Your tasks'} />
-      {counts.isError && <ErrorNotice error={counts.error} retry={() => void counts.refetch()} title="Could not load counts" />}
+      {counts.data !== undefined ? (
+        <RefreshNotice query={counts} what="the counts" />
+      ) : (
+        counts.isError && <ErrorNotice error={counts.error} retry={() => void counts.refetch()} title="Could not load counts" />
+      )}
       <CountsGrid counts={counts.data} />
       <ActivityCharts />
       <div className="overview-bottom">
