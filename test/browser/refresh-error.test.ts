@@ -1,6 +1,6 @@
 /**
  * Browser, against a real server and worker: a detail page (a task, a DAG
- * run) or the overview's widgets whose refresh fails (the server answering 503 for a while, as while
+ * run), the overview's widgets or a list page whose refresh fails (the server answering 503 for a while, as while
  * its database restarts) stays on screen as last loaded, with the error
  * above it and a way to try again, instead of being replaced by the error.
  * What the reader was looking at, a log paged back, is kept; the next
@@ -167,6 +167,31 @@ describe('browser: a failed refresh keeps the page', () => {
     await page.getByTestId('workers-online').getByText('2').waitFor();
     assert.equal((await c.api.waitDone(id)).task.state, 'succeeded');
     assertOnlyMade503s(paths);
+  });
+
+  it('a list page (Workers) whose refresh answers 503 keeps its rows, says so, and recovers', async () => {
+    const { page } = tab;
+    await page.goto(`${c.url}/workers`);
+    await waitLive(page);
+    const rows = page.locator('tr[data-worker-id]');
+    await until('the workers listed', async () => (await rows.count()) >= 1);
+    const listed = await rows.count();
+
+    const refused = await refuse(page, '/v1/workers');
+    // A worker joins: the stream asks the list for a refresh, which fails (and its retries).
+    await c.startWorker({ id: 'refresh-w3', slots: 1 });
+    const notice = page.getByRole('alert').filter({ hasText: 'Could not refresh the workers' });
+    await notice.waitFor();
+    assert.ok(refused.count() >= 1);
+    assert.match(await notice.innerText(), /database unavailable: restarting/);
+    assert.ok((await rows.count()) >= listed, 'the rows stay');
+    assert.equal(await page.getByText('Could not load workers').count(), 0);
+
+    await refused.stop();
+    await notice.getByRole('button', { name: 'Try again' }).click();
+    await notice.waitFor({ state: 'detached' });
+    await page.locator('tr[data-worker-id="refresh-w3"]').waitFor();
+    assertOnlyMade503s(['/v1/workers']);
   });
 
   /** The only problems the tab saw are the 503s these tests made (Chromium logs each one without its URL). */

@@ -73,7 +73,7 @@ function DagView({ dag }: { dag: Dag }) {
         <DagGraph steps={dag.steps} shapeKey={`${dag.id}:${dag.version}`} label={`Graph of DAG ${dag.name}`} />
       </Section>
       <Section title="Runs" id="runs">
-        {runs.isError && <ErrorNotice error={runs.error} retry={() => void runs.refetch()} title="Could not load the runs" />}
+        {runs.data !== undefined ? <RefreshNotice query={runs} what="the runs" /> : runs.isError && <ErrorNotice error={runs.error} retry={() => void runs.refetch()} title="Could not load the runs" />}
         {runs.data && runs.data.runs.length === 0 && <EmptyState title="No runs yet" />}
         {runs.data && runs.data.runs.length > 0 && <DagRunsTable runs={runs.data.runs} />}
         {runs.data?.nextCursor && <p className="muted">The newest {runs.data.runs.length} runs; drover dag runs {dag.name} lists them all.</p>}

@@ -9,6 +9,7 @@ import { useSignedIn } from '../auth/session-context';
 import { PageHeader } from '../components/page-header';
 import { DagsTable } from '../components/dags-table';
 import { ErrorNotice } from '../components/error-notice';
+import { RefreshNotice } from '../components/refresh-notice';
 import { EmptyState } from '../components/empty-state';
 
 export function DagsPage() {
@@ -22,7 +23,7 @@ export function DagsPage() {
         docTitle="DAGs"
         subtitle={dags ? `${dags.length} DAG${dags.length === 1 ? '' : 's'}: workflows of steps that run in dependency order` : 'Workflows of steps that run in dependency order'}
       />
-      {q.isError && <ErrorNotice error={q.error} retry={() => void q.refetch()} title="Could not load DAGs" />}
+      {q.data !== undefined ? <RefreshNotice query={q} what="the DAGs" /> : q.isError && <ErrorNotice error={q.error} retry={() => void q.refetch()} title="Could not load DAGs" />}
       {dags === undefined && !q.isError && <div className="card skeleton-card" aria-busy="true" />}
       {dags && dags.length === 0 && (
         <EmptyState title="No DAGs yet">

@@ -10,6 +10,7 @@ import { useSignedIn } from '../auth/session-context';
 import { PageHeader } from '../components/page-header';
 import { SchedulesTable } from '../components/schedules-table';
 import { ErrorNotice } from '../components/error-notice';
+import { RefreshNotice } from '../components/refresh-notice';
 import { EmptyState } from '../components/empty-state';
 
 export function SchedulesPage() {
@@ -29,7 +30,7 @@ export function SchedulesPage() {
           </Link>
         }
       />
-      {q.isError && <ErrorNotice error={q.error} retry={() => void q.refetch()} title="Could not load schedules" />}
+      {q.data !== undefined ? <RefreshNotice query={q} what="the schedules" /> : q.isError && <ErrorNotice error={q.error} retry={() => void q.refetch()} title="Could not load schedules" />}
       {schedules === undefined && !q.isError && <div className="card skeleton-card" aria-busy="true" />}
       {schedules && schedules.length === 0 && (
         <EmptyState title="No schedules yet">

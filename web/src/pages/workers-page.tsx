@@ -6,6 +6,7 @@ import { useSignedIn } from '../auth/session-context';
 import { PageHeader } from '../components/page-header';
 import { WorkersTable } from '../components/workers-table';
 import { ErrorNotice } from '../components/error-notice';
+import { RefreshNotice } from '../components/refresh-notice';
 import { EmptyState } from '../components/empty-state';
 
 const ORDER: Record<string, number> = { connected: 0, draining: 1, lost: 2, disconnected: 3 };
@@ -26,7 +27,7 @@ export function WorkersPage() {
         docTitle="Workers"
         subtitle={workers ? `${online} online of ${workers.length} known` : 'Agents that run tasks'}
       />
-      {q.isError && <ErrorNotice error={q.error} retry={() => void q.refetch()} title="Could not load workers" />}
+      {q.data !== undefined ? <RefreshNotice query={q} what="the workers" /> : q.isError && <ErrorNotice error={q.error} retry={() => void q.refetch()} title="Could not load workers" />}
       {workers === undefined && !q.isError && <div className="card skeleton-card" aria-busy="true" />}
       {workers && workers.length === 0 && (
         <EmptyState title="No worker has connected yet">
