@@ -1,11 +1,12 @@
 /**
  * Browser, against a real server and worker: a detail page (a task, a DAG
- * run), the overview's widgets or a list page whose refresh fails (the server answering 503 for a while, as while
- * its database restarts) stays on screen as last loaded, with the error
- * above it and a way to try again, instead of being replaced by the error.
- * What the reader was looking at, a log paged back, is kept; the next
- * refresh that succeeds clears the error. The 503s come from the browser's
- * network layer (Playwright's route), for the refreshed URLs only.
+ * run), the overview's widgets or a list page whose refresh fails (the
+ * server answering 503 for a while, as while its database restarts) stays
+ * on screen as last loaded, with the error above it and a way to try again,
+ * instead of being replaced by the error. What the reader was looking at, a
+ * log paged back, is kept; the next refresh that succeeds clears the error.
+ * The 503s come from the browser's network layer (Playwright's route), for
+ * the refreshed URLs only.
  */
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
@@ -131,8 +132,11 @@ describe('browser: a failed refresh keeps the page', () => {
     await waitLive(page);
     await page.getByTestId('workers-online').getByText('1').waitFor();
     const total = page.getByTestId('count-total');
-    await total.waitFor();
-    const before = Number(await total.innerText());
+    // The tiles show a placeholder until the counts have loaded: the number once they have.
+    const { before } = await until('the counts loaded', async () => {
+      const text = (await total.innerText()).trim();
+      return /^\d+$/.test(text) ? { before: Number(text) } : undefined;
+    });
     const chart = page.getByRole('img', { name: /Attempts started and tasks finished per minute/ });
     await chart.waitFor();
 
