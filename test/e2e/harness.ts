@@ -236,12 +236,19 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
       rmSync(dir, { recursive: true, force: true });
     },
   };
-  await startServer();
-  const t = await c.api.req('POST', '/v1/tokens', { name: 'e2e-worker', role: 'worker' });
-  if (t.status !== 201) throw new Error(`worker token: ${t.text}`);
-  c.workerToken = t.body.secret;
-  for (let i = 0; i < (opts.workers ?? 1); i++) await c.startWorker();
-  return c;
+  try {
+    await startServer();
+    const t = await c.api.req('POST', '/v1/tokens', { name: 'e2e-worker', role: 'worker' });
+    if (t.status !== 201) throw new Error(`worker token: ${t.text}`);
+    c.workerToken = t.body.secret;
+    for (let i = 0; i < (opts.workers ?? 1); i++) await c.startWorker();
+    return c;
+  } catch (err) {
+    // A cluster that could not start leaves nothing behind: its own processes (not other clusters') and its directory.
+    await Promise.all([c.server, ...c.workers].filter((p) => p !== null).map((p) => p.stop('SIGKILL').catch(() => undefined)));
+    rmSync(dir, { recursive: true, force: true });
+    throw err;
+  }
 }
 
 /** Waits until the server lists worker `id` as connected. */
