@@ -17,7 +17,7 @@ import { DagRunForm } from '../components/dag-run-form';
 import { DagRunsTable } from '../components/dag-runs-table';
 import { DagStepsTable } from '../components/dag-steps-table';
 import { ErrorNotice } from '../components/error-notice';
-import { RefreshNotice } from '../components/refresh-notice';
+import { QueryErrorNotice, RefreshNotice } from '../components/refresh-notice';
 import { EmptyState } from '../components/empty-state';
 import { TimeText } from '../components/time-text';
 
@@ -73,7 +73,7 @@ function DagView({ dag }: { dag: Dag }) {
         <DagGraph steps={dag.steps} shapeKey={`${dag.id}:${dag.version}`} label={`Graph of DAG ${dag.name}`} />
       </Section>
       <Section title="Runs" id="runs">
-        {runs.data !== undefined ? <RefreshNotice query={runs} what="the runs" /> : runs.isError && <ErrorNotice error={runs.error} retry={() => void runs.refetch()} title="Could not load the runs" />}
+        <QueryErrorNotice query={runs} what="the runs" loadTitle="Could not load the runs" />
         {runs.data && runs.data.runs.length === 0 && <EmptyState title="No runs yet" />}
         {runs.data && runs.data.runs.length > 0 && <DagRunsTable runs={runs.data.runs} />}
         {runs.data?.nextCursor && <p className="muted">The newest {runs.data.runs.length} runs; drover dag runs {dag.name} lists them all.</p>}

@@ -8,8 +8,7 @@ import { dagListQuery } from '../api/queries';
 import { useSignedIn } from '../auth/session-context';
 import { PageHeader } from '../components/page-header';
 import { DagsTable } from '../components/dags-table';
-import { ErrorNotice } from '../components/error-notice';
-import { RefreshNotice } from '../components/refresh-notice';
+import { QueryErrorNotice } from '../components/refresh-notice';
 import { EmptyState } from '../components/empty-state';
 
 export function DagsPage() {
@@ -23,7 +22,7 @@ export function DagsPage() {
         docTitle="DAGs"
         subtitle={dags ? `${dags.length} DAG${dags.length === 1 ? '' : 's'}: workflows of steps that run in dependency order` : 'Workflows of steps that run in dependency order'}
       />
-      {q.data !== undefined ? <RefreshNotice query={q} what="the DAGs" /> : q.isError && <ErrorNotice error={q.error} retry={() => void q.refetch()} title="Could not load DAGs" />}
+      <QueryErrorNotice query={q} what="the DAGs" loadTitle="Could not load DAGs" />
       {dags === undefined && !q.isError && <div className="card skeleton-card" aria-busy="true" />}
       {dags && dags.length === 0 && (
         <EmptyState title="No DAGs yet">

@@ -6,8 +6,7 @@ import { CountsGrid } from '../components/counts-grid';
 import { ActivityCharts } from '../components/activity-charts';
 import { RecentFailures } from '../components/recent-failures';
 import { WorkersSummary } from '../components/workers-summary';
-import { ErrorNotice } from '../components/error-notice';
-import { RefreshNotice } from '../components/refresh-notice';
+import { QueryErrorNotice } from '../components/refresh-notice';
 import { useSignedIn } from '../auth/session-context';
 
 export function OverviewPage() {
@@ -16,11 +15,7 @@ export function OverviewPage() {
   return (
     <>
       <PageHeader title="Overview" docTitle="Overview" subtitle={me.role === 'admin' ? 'All users' : 'Your tasks'} />
-      {counts.data !== undefined ? (
-        <RefreshNotice query={counts} what="the counts" />
-      ) : (
-        counts.isError && <ErrorNotice error={counts.error} retry={() => void counts.refetch()} title="Could not load counts" />
-      )}
+      <QueryErrorNotice query={counts} what="the counts" loadTitle="Could not load counts" />
       <CountsGrid counts={counts.data} />
       <ActivityCharts />
       <div className="overview-bottom">

@@ -9,8 +9,7 @@ import { schedulesQuery } from '../api/queries';
 import { useSignedIn } from '../auth/session-context';
 import { PageHeader } from '../components/page-header';
 import { SchedulesTable } from '../components/schedules-table';
-import { ErrorNotice } from '../components/error-notice';
-import { RefreshNotice } from '../components/refresh-notice';
+import { QueryErrorNotice } from '../components/refresh-notice';
 import { EmptyState } from '../components/empty-state';
 
 export function SchedulesPage() {
@@ -30,7 +29,7 @@ export function SchedulesPage() {
           </Link>
         }
       />
-      {q.data !== undefined ? <RefreshNotice query={q} what="the schedules" /> : q.isError && <ErrorNotice error={q.error} retry={() => void q.refetch()} title="Could not load schedules" />}
+      <QueryErrorNotice query={q} what="the schedules" loadTitle="Could not load schedules" />
       {schedules === undefined && !q.isError && <div className="card skeleton-card" aria-busy="true" />}
       {schedules && schedules.length === 0 && (
         <EmptyState title="No schedules yet">

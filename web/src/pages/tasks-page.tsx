@@ -9,8 +9,7 @@ import { PageHeader } from '../components/page-header';
 import { TaskFilters } from '../components/task-filters';
 import { TasksTable } from '../components/tasks-table';
 import { Pager } from '../components/pager';
-import { ErrorNotice } from '../components/error-notice';
-import { RefreshNotice } from '../components/refresh-notice';
+import { QueryErrorNotice } from '../components/refresh-notice';
 import { EmptyState } from '../components/empty-state';
 
 export function TasksPage() {
@@ -33,7 +32,7 @@ export function TasksPage() {
         }
       />
       <TaskFilters filter={filter} isAdmin={me.role === 'admin'} onChange={setFilter} />
-      {q.data !== undefined && !q.isPlaceholderData ? <RefreshNotice query={q} what="the tasks" /> : q.isError && <ErrorNotice error={q.error} retry={() => void q.refetch()} title="Could not load tasks" />}
+      <QueryErrorNotice query={q} what="the tasks" loadTitle="Could not load tasks" />
       {/* A failed first load shows the error alone: placeholders under it would say rows are still coming. */}
       {!(q.isError && page === undefined) && <TasksTable
         tasks={page?.tasks}

@@ -5,8 +5,7 @@ import type { WorkerInfo } from '../api/types';
 import { useSignedIn } from '../auth/session-context';
 import { PageHeader } from '../components/page-header';
 import { WorkersTable } from '../components/workers-table';
-import { ErrorNotice } from '../components/error-notice';
-import { RefreshNotice } from '../components/refresh-notice';
+import { QueryErrorNotice } from '../components/refresh-notice';
 import { EmptyState } from '../components/empty-state';
 
 const ORDER: Record<string, number> = { connected: 0, draining: 1, lost: 2, disconnected: 3 };
@@ -27,7 +26,7 @@ export function WorkersPage() {
         docTitle="Workers"
         subtitle={workers ? `${online} online of ${workers.length} known` : 'Agents that run tasks'}
       />
-      {q.data !== undefined ? <RefreshNotice query={q} what="the workers" /> : q.isError && <ErrorNotice error={q.error} retry={() => void q.refetch()} title="Could not load workers" />}
+      <QueryErrorNotice query={q} what="the workers" loadTitle="Could not load workers" />
       {workers === undefined && !q.isError && <div className="card skeleton-card" aria-busy="true" />}
       {workers && workers.length === 0 && (
         <EmptyState title="No worker has connected yet">
