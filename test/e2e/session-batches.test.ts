@@ -43,20 +43,24 @@ for (const store of ['sqlite', 'postgres'] as const) {
       try {
         f.hello('pipelined', { slots: SLOTS, prefetch: PREFETCH });
         await f.next('welcome');
-        // Rounds: take every assignment the server sends until it stops (it holds at most slots + prefetch), then
-        // answer all of them at once, each report in its own frame, so the session's batches overlap.
+        // Rounds: the previous round's answers freed every slot and prefetch place, so the server must fill
+        // them all: wait for each of those assignments (a loaded machine refills them over several of the
+        // session's batches, more than 300 ms apart on CI's PostgreSQL, so no quiet gap may end a round early).
+        // Then no further one may come while none is answered (it holds at most slots + prefetch). Then answer
+        // the round all at once, each report in its own frame, so the session's batches overlap.
         const seen = new Set<number>();
         let done = 0;
         while (done < N) {
+          const want = Math.min(SLOTS + PREFETCH, N - done);
           const round: Array<{ attemptId: number; fencingToken: string; taskId: string }> = [];
-          round.push((await f.next('assign', 15_000)).attempt);
-          for (;;) {
-            const more = await f.next('assign', 300).catch(() => null);
-            if (!more) break;
-            round.push(more.attempt);
+          while (round.length < want) {
+            const a = await f.next('assign', 15_000).catch((e: Error) => {
+              throw new Error(`every free slot and prefetch place filled: ${round.length} of ${want} assignments came (${e.message})`);
+            });
+            round.push(a.attempt);
           }
-          assert.ok(round.length <= SLOTS + PREFETCH, `${round.length} attempts held at once: more than ${SLOTS} slots + ${PREFETCH} prefetch`);
-          assert.equal(round.length, Math.min(SLOTS + PREFETCH, N - done), 'every free slot and prefetch place filled');
+          const extra = await f.next('assign', 300).catch(() => null);
+          assert.equal(extra, null, `${want + 1} attempts held at once: more than ${SLOTS} slots + ${PREFETCH} prefetch`);
           for (const a of round) {
             assert.ok(!seen.has(a.attemptId), `attempt ${a.attemptId} assigned twice`);
             seen.add(a.attemptId);
