@@ -59,7 +59,7 @@ describe('parseSchedule', () => {
     rejects(() => parseSchedule({ expr: '0 0 0 * *' }), 'schedule', /day-of-month 0 is out of range 1-31/);
     rejects(() => parseSchedule({ expr: '0 0 * 13 *' }), 'schedule', /month 13 is out of range 1-12/);
     rejects(() => parseSchedule({ expr: '0 0 * * 8' }), 'schedule', /day-of-week 8 is out of range 0-7/);
-    rejects(() => parseSchedule({ expr: '60 * * * * *' }), 'schedule', /second 60 is out of range 0-59/);
+    rejects(() => parseSchedule({ expr: '60 * * * * *' }), 'schedule', /seconds 60 is out of range 0-59/);
     rejects(() => parseSchedule({ expr: '*/0 * * * *' }), 'schedule', /step 0/);
     rejects(() => parseSchedule({ expr: '*/61 * * * *' }), 'schedule', /step 61/);
     rejects(() => parseSchedule({ expr: '5/5 * * * *' }), 'schedule', /step needs \* or a range/);
@@ -69,6 +69,24 @@ describe('parseSchedule', () => {
     rejects(() => parseSchedule({ expr: '* * *' }), 'schedule', /expected 5 fields .* got 3/);
     rejects(() => parseSchedule({ expr: '' }), 'schedule', /required/);
     rejects(() => parseSchedule({ expr: '0 0 30 2 *' }), 'schedule', /never fires/);
+    rejects(() => parseSchedule({ expr: '*/5 * * * * x' }), 'schedule', /day-of-week 'x'/);
+    rejects(() => parseSchedule({ expr: 'x * * * * *' }), 'schedule', /^"x \* \* \* \* \*": seconds 'x' is not a number$/);
+  });
+
+  it('points a zone written into the expression (TZ=, CRON_TZ=) at the schedule\'s tz', () => {
+    for (const [expr, prefix, zone] of [
+      ['TZ=Europe/Paris 0 3 * * *', 'TZ', '"Europe/Paris"'],
+      ['CRON_TZ=America/New_York 30 2 * * *', 'CRON_TZ', '"America/New_York"'],
+      ['cron_tz= * * * * *', 'cron_tz', 'an IANA zone name'],
+    ] as const) {
+      const want = `"${expr}": the time zone does not go in the expression: give ${zone} as the tz (--tz on the command line) and the expression without ${prefix}=`;
+      assert.throws(
+        () => parseSchedule({ expr }),
+        (e: unknown) => e instanceof InvalidInputError && e.field === 'schedule' && e.reason === want,
+      );
+    }
+    // The same minute and hour with the zone where it belongs is a schedule.
+    assert.equal(parseSchedule({ expr: '0 3 * * *', tz: 'Europe/Paris' }).tz, 'Europe/Paris');
   });
 
   it('rejects what croner accepts but the issue does not promise', () => {

@@ -9,6 +9,10 @@
  *   - month names JAN..DEC in the month field, day names SUN..SAT in the
  *     day-of-week field (case-insensitive); day-of-week 0-7 (0 and 7 are Sunday);
  *   - nicknames @yearly, @annually, @monthly, @weekly, @daily, @hourly.
+ * A zone prefix (`TZ=Europe/Paris 0 3 * * *`, `CRON_TZ=...`, as some crons
+ * take it) is refused with a reason that points at the schedule's own zone
+ * (`tz`, `--tz` in the CLI): the zone is a field of its own here, so that
+ * one expression never carries two.
  * Rejected although croner accepts them (not promised by the issue):
  *   the 7th (year) field, `?`, `L`, `W`, `LW`, `#` (nth weekday), the `+`
  *   day-of-week AND modifier, `@midnight`, and anything croner's sloppy mode
@@ -29,7 +33,8 @@ export interface FieldSpec {
 const MONTHS = ['JAN', 'FEB', 'MAR', 'APR', 'MAY', 'JUN', 'JUL', 'AUG', 'SEP', 'OCT', 'NOV', 'DEC'] as const;
 const DAYS = ['SUN', 'MON', 'TUE', 'WED', 'THU', 'FRI', 'SAT'] as const;
 
-const SECOND: FieldSpec = { name: 'second', min: 0, max: 59 };
+// 'seconds', not 'second': "second field" would read as the expression's second field (the minute of 6).
+const SECOND: FieldSpec = { name: 'seconds', min: 0, max: 59 };
 const FIVE_FIELDS: readonly FieldSpec[] = [
   { name: 'minute', min: 0, max: 59 },
   { name: 'hour', min: 0, max: 23 },
@@ -39,6 +44,9 @@ const FIVE_FIELDS: readonly FieldSpec[] = [
 ];
 
 export const NICKNAMES: ReadonlySet<string> = new Set(['@yearly', '@annually', '@monthly', '@weekly', '@daily', '@hourly']);
+
+/** `TZ=zone` or `CRON_TZ=zone` as the first word: [, the prefix's name, the zone]. */
+const ZONE_PREFIX = /^((?:CRON_)?TZ)=(.*)$/i;
 
 export type GrammarResult = { ok: true; hasSeconds: boolean } | { ok: false; reason: string };
 
@@ -50,6 +58,10 @@ export function checkCronGrammar(expr: string): GrammarResult {
       : { ok: false, reason: `unknown nickname ${text} (expected one of ${[...NICKNAMES].join(', ')})` };
   }
   const fields = text.split(/\s+/).filter((f) => f !== '');
+  const zone = ZONE_PREFIX.exec(fields[0] ?? '');
+  if (zone) {
+    return { ok: false, reason: `the time zone does not go in the expression: give ${zone[2] ? `"${zone[2]}"` : 'an IANA zone name'} as the tz (--tz on the command line) and the expression without ${zone[1]}=` };
+  }
   if (fields.length !== 5 && fields.length !== 6) {
     return { ok: false, reason: `expected 5 fields (minute hour day-of-month month day-of-week) or 6 with a leading seconds field, got ${fields.length}` };
   }
