@@ -11,7 +11,8 @@ import { MAX_DAG_STEPS } from '../core/dag/dag-graph.js';
 import { DAG_NAME_PATTERN } from '../core/dag/dag-definition.js';
 import { RETRY_LIMITS } from '../core/retry-policy.js';
 import { TASK_ID_PATTERN } from '../core/ids.js';
-import { ResultSchema, SubmitBody, TASK_ID_PREFIX_PATTERN } from './schemas.js';
+import { PAGE_CURSOR_PATTERN, TASK_ID_PREFIX_PATTERN } from './pattern-rules.js';
+import { ResultSchema, SubmitBody } from './schemas.js';
 import { TaskTemplateSchema } from './schedule-schemas.js';
 
 const DagName = Type.String({ minLength: 1, maxLength: 100, pattern: DAG_NAME_PATTERN, description: '1..100 of A-Z a-z 0-9 . _ -, not . or .. alone; unique per owner' });
@@ -55,7 +56,7 @@ export type DagGetQuery = Static<typeof DagGetQuery>;
 export const DagOwnerQuery = Type.Object({ owner: Type.Optional(Owner) }, { additionalProperties: false });
 export type DagOwnerQuery = Static<typeof DagOwnerQuery>;
 
-const Cursor = Type.String({ minLength: 1, maxLength: 64, pattern: '^[0-9A-Z]+$' });
+const Cursor = Type.String({ minLength: 1, maxLength: 64, pattern: PAGE_CURSOR_PATTERN });
 
 export const DagListQuery = Type.Object(
   {

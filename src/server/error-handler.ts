@@ -8,6 +8,7 @@ import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { isDroverError } from '../core/errors.js';
 import { HEADER_RULES } from './schemas.js';
 import { discardBody } from './discard-body.js';
+import { patternRule } from './pattern-rules.js';
 
 /** How much of an over-limit body is read and dropped before the 413 goes out (discard-body.ts). */
 const DRAIN_LIMITS = { maxBytes: 16 * 1024 * 1024, idleMs: 1000, maxMs: 10_000 };
@@ -34,8 +35,11 @@ function reasonOf(e: AjvError): string {
       return 'unknown field';
     case 'required':
       return 'required';
-    case 'pattern':
-      return 'malformed';
+    case 'pattern': {
+      // The rule in words where the pattern has one (pattern-rules.ts), not ajv's regular expression.
+      const rule = patternRule(e.params?.pattern);
+      return rule ? `expected ${rule}` : 'malformed';
+    }
     case 'anyOf':
       return 'has the wrong type or value';
     default:

@@ -5,6 +5,7 @@
  */
 import { Type, type Static } from '@sinclair/typebox';
 import { DAG_NAME_PATTERN } from '../core/dag/dag-definition.js';
+import { PAGE_CURSOR_PATTERN } from './pattern-rules.js';
 import { SubmitBody, TaskSchema } from './schemas.js';
 
 /** A schedule's name: unique per owner, safe in a URL path segment and a shell word. */
@@ -54,7 +55,7 @@ export const ScheduleListQuery = Type.Object(
   {
     owner: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'admins only: this user\'s schedules (default: everyone\'s)' })),
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500 })),
-    cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 64, pattern: '^[0-9A-Z]+$' })),
+    cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 64, pattern: PAGE_CURSOR_PATTERN })),
   },
   { additionalProperties: false },
 );

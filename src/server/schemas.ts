@@ -10,6 +10,7 @@ import { TASK_ID_PATTERN } from '../core/ids.js';
 import { RETRY_LIMITS } from '../core/retry-policy.js';
 import { TASK_STATES } from '../core/task-state.js';
 import { MAX_SCRIPT_CHARS } from '../core/task.js';
+import { SCHEDULE_FILTER_PATTERN, TASK_ID_PREFIX_PATTERN, TASK_LIST_CURSOR_PATTERN, TOKEN_ID_PATTERN, TOKEN_NAME_PATTERN, TOKEN_USER_PATTERN, VISIBLE_ASCII_PATTERN } from './pattern-rules.js';
 
 const StringMap = Type.Record(Type.String({ minLength: 1, maxLength: 256 }), Type.String({ maxLength: 65536 }));
 /** A task's environment: at most MAX_ENV entries (with the 1 MiB body limit, what one exec() can carry). */
@@ -81,8 +82,8 @@ export type SubmitBody = Static<typeof SubmitBody>;
  * error-handler.ts names the header as written here and states the rule.
  */
 export const HEADER_RULES = {
-  'idempotency-key': { name: 'Idempotency-Key', rule: '1..255 visible ASCII characters (0x21-0x7E)', minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7E]+$' },
-  'last-event-id': { name: 'Last-Event-ID', rule: 'a stream cursor: 1..200 visible ASCII characters (0x21-0x7E)', minLength: 1, maxLength: 200, pattern: '^[\\x21-\\x7E]+$' },
+  'idempotency-key': { name: 'Idempotency-Key', rule: '1..255 visible ASCII characters (0x21-0x7E)', minLength: 1, maxLength: 255, pattern: VISIBLE_ASCII_PATTERN },
+  'last-event-id': { name: 'Last-Event-ID', rule: 'a stream cursor: 1..200 visible ASCII characters (0x21-0x7E)', minLength: 1, maxLength: 200, pattern: VISIBLE_ASCII_PATTERN },
 } as const;
 
 export const SubmitHeaders = Type.Object({
@@ -118,14 +119,7 @@ export const SubmitPreferHeaders = Type.Composite([
 ]);
 export type SubmitPreferHeaders = Static<typeof SubmitPreferHeaders>;
 
-/**
- * A task-id prefix for search: 1..26 Crockford base32 characters in either
- * case (the route upper-cases it, as ids are stored).
- */
-export const TASK_ID_PREFIX_PATTERN = '^[0-9A-HJKMNP-TV-Za-hjkmnp-tv-z]{1,26}$';
-
-/** A task list's cursor: a task id (order created), or "<updatedAt ms>.<task id>" (order ended; store/task-list.ts). */
-const TASK_LIST_CURSOR_PATTERN = `^(?:[0-9]{1,16}\\.)?${TASK_ID_PATTERN.slice(1, -1)}$`;
+// The patterns of the list queries, and every pattern's rule in words (the 400's reason): pattern-rules.ts.
 
 export const ListQuery = Type.Object(
   {
@@ -136,7 +130,7 @@ export const ListQuery = Type.Object(
     createdBefore: Type.Optional(Iso),
     id: Type.Optional(Type.String({ pattern: TASK_ID_PREFIX_PATTERN, description: 'id prefix: 1..26 Crockford base32 characters, any case' })),
     schedule: Type.Optional(
-      Type.String({ minLength: 1, maxLength: 100, pattern: '^[A-Za-z0-9._-]{1,100}$', description: 'the runs of this schedule (of `owner` for an admin who names one, else the caller\'s); 404 when there is none' }),
+      Type.String({ minLength: 1, maxLength: 100, pattern: SCHEDULE_FILTER_PATTERN, description: 'the runs of this schedule (of `owner` for an admin who names one, else the caller\'s); 404 when there is none' }),
     ),
     cursor: Type.Optional(
       Type.String({ pattern: TASK_LIST_CURSOR_PATTERN, description: 'the nextCursor of the page before: a task id, or with order=ended "<ms>.<task id>"' }),
@@ -211,15 +205,15 @@ export type StreamHeaders = Static<typeof StreamHeaders>;
 
 export const TokenCreateBody = Type.Object(
   {
-    name: Type.String({ minLength: 1, maxLength: 100, pattern: '^[^\\u0000]+$' }),
+    name: Type.String({ minLength: 1, maxLength: 100, pattern: TOKEN_NAME_PATTERN }),
     role: Type.Optional(Type.Union([Type.Literal('admin'), Type.Literal('user'), Type.Literal('worker')])),
-    user: Type.Optional(Type.String({ minLength: 1, maxLength: 100, pattern: '^[A-Za-z0-9._@-]+$' })),
+    user: Type.Optional(Type.String({ minLength: 1, maxLength: 100, pattern: TOKEN_USER_PATTERN })),
   },
   { additionalProperties: false },
 );
 export type TokenCreateBody = Static<typeof TokenCreateBody>;
 
-export const TokenIdParams = Type.Object({ id: Type.String({ pattern: '^[0-9a-f]{16}$' }) }, { additionalProperties: false });
+export const TokenIdParams = Type.Object({ id: Type.String({ pattern: TOKEN_ID_PATTERN }) }, { additionalProperties: false });
 
 // ---- responses (documented in /openapi.json; also used to serialize fast) ----
 

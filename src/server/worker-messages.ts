@@ -10,6 +10,7 @@ import { Ajv } from 'ajv';
 import { FENCING_TOKEN_PATTERN } from '../core/ids.js';
 import { LABEL_LIMITS, LOG_LIMITS, MAX_EXIT_ERROR_CHARS, MAX_MESSAGES_PER_FRAME, MAX_PREFETCH, type AgentMessage } from '../core/protocol.js';
 import { OUTPUT_KEY_PATTERN, OUTPUT_LIMITS, taskOutputsProblem } from '../core/task-outputs.js';
+import { WORKER_ID_PATTERN } from './pattern-rules.js';
 
 /**
  * Largest frame the server accepts from an agent. A log chunk is 64 KiB
@@ -21,7 +22,6 @@ import { OUTPUT_KEY_PATTERN, OUTPUT_LIMITS, taskOutputsProblem } from '../core/t
 export const MAX_AGENT_FRAME_BYTES = 512 * 1024;
 /** Most attempts one hello or heartbeat may list (slots and prefetch are capped at 1024 each; unacked ends add some). */
 export const MAX_LISTED_ATTEMPTS = 4096;
-export const WORKER_ID_PATTERN = '^[A-Za-z0-9._:-]{1,100}$';
 
 const AttemptId = Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER });
 const Token = Type.String({ pattern: FENCING_TOKEN_PATTERN });

@@ -13,6 +13,8 @@ import { existsSync } from 'node:fs';
 import { request } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { startCluster, type Cluster } from './harness.js';
+import { patternRule } from '../../src/server/pattern-rules.js';
+import { WEB_SECRET_PATTERN } from '../../src/server/web-auth.js';
 import { chromium } from 'playwright-core';
 import { CHROMIUM, CHROMIUM_ARGS } from '../browser/browser-harness.js';
 
@@ -135,6 +137,41 @@ describe('e2e: the OpenAPI document and the API reference page', () => {
     documented('get', '/v1/tasks/{id}', 404);
     assert.equal((await get(c.url, '/v1/tasks?limit=0', auth)).status, 400);
     documented('get', '/v1/tasks', 400);
+  });
+
+  it('every string pattern of the document has its rule in words for the 400 (pattern-rules.ts), and a mismatch is answered with it', async () => {
+    const patterns = new Set<string>();
+    const walk = (v: unknown): void => {
+      if (Array.isArray(v)) v.forEach(walk);
+      else if (v !== null && typeof v === 'object') {
+        for (const [k, x] of Object.entries(v)) {
+          if (k === 'pattern' && typeof x === 'string') patterns.add(x);
+          else walk(x);
+        }
+      }
+    };
+    walk(doc.paths);
+    assert.ok(patterns.size >= 8, `patterns found: ${[...patterns].join(' ')}`);
+    // The sign-in code is not the caller's to shape: "malformed" is its whole answer.
+    const without = [...patterns].filter((p) => patternRule(p) === undefined && p !== WEB_SECRET_PATTERN);
+    assert.deepEqual(without, [], 'patterns with no rule in pattern-rules.ts');
+    const auth = { authorization: `Bearer ${c.api.token}` };
+    const json = { ...auth, 'content-type': 'application/json' };
+    for (const [method, path, body, field, reason] of [
+      ['GET', '/v1/tasks/01m99n53bn948365byngrbca4c', undefined, 'id', /^expected an id of 26 characters, 0-9 and A-Z without I, L, O, U \(Crockford base32\), upper case$/],
+      ['GET', '/v1/tasks?id=01I', undefined, 'id', /^expected 1\.\.26 characters of an id/],
+      ['POST', '/v1/schedules', JSON.stringify({ name: '..', schedule: '* * * * *', task: { command: 'true' } }), 'name', /^expected 1\.\.100 of A-Z a-z 0-9 \. _ -, and not \. or \.\. alone$/],
+      ['POST', '/v1/tokens', JSON.stringify({ name: 'n', role: 'user', user: 'a b' }), 'user', /^expected A-Z a-z 0-9 \. _ @ - only$/],
+      ['POST', '/v1/workers/a%20b/drain', undefined, 'id', /^expected a worker id: /],
+    ] as const) {
+      const r = await get(c.url, path, body === undefined ? auth : json, method, body);
+      assert.equal(r.status, 400, `${method} ${path}: ${r.text}`);
+      const e = JSON.parse(r.text).error;
+      assert.equal(e.field, field, path);
+      assert.match(e.reason, reason, path);
+      assert.equal(e.message, `${field}: ${e.reason}`, path);
+    }
+    assert.equal(JSON.parse((await get(c.url, '/v1/schedules', auth)).text).schedules.length, 0, 'no schedule was created');
   });
 
   it('/docs/api needs no token: one HTML page with every operation, no script, no inline style, its stylesheet beside it', async () => {

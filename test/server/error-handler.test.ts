@@ -4,6 +4,10 @@ import { describe, it } from 'node:test';
 import { Type } from '@sinclair/typebox';
 import { Ajv } from 'ajv';
 import { describeValidation } from '../../src/server/error-handler.js';
+import { TASK_ID_PATTERN } from '../../src/core/ids.js';
+import { DAG_NAME_PATTERN } from '../../src/core/dag/dag-definition.js';
+import { SCHEDULE_NAME_PATTERN } from '../../src/server/schedule-schemas.js';
+import { WEB_SECRET_PATTERN } from '../../src/server/web-auth.js';
 
 const ajv = new Ajv({ coerceTypes: 'array', removeAdditional: false, useDefaults: true, allErrors: false, strict: false });
 
@@ -21,6 +25,20 @@ describe('describeValidation', () => {
   it('one literal: "must be" it; an enum: its values', () => {
     assert.deepEqual(errorsOf(Type.Object({ follow: Type.Literal('1') }), { follow: 'yes' }), { field: 'follow', reason: 'must be 1' });
     assert.deepEqual(errorsOf({ type: 'object', properties: { n: { enum: [1, 2] } } }, { n: 3 }), { field: 'n', reason: 'must be one of 1, 2' });
+  });
+  it('a value that does not match a pattern gets the pattern\'s rule in words (pattern-rules.ts), not the regular expression', () => {
+    assert.deepEqual(errorsOf(Type.Object({ id: Type.String({ pattern: TASK_ID_PATTERN }) }), { id: '01m99n53bn948365byngrbca4c' }), {
+      field: 'id',
+      reason: 'expected an id of 26 characters, 0-9 and A-Z without I, L, O, U (Crockford base32), upper case',
+    });
+    const name = 'expected 1..100 of A-Z a-z 0-9 . _ -, and not . or .. alone';
+    assert.deepEqual(errorsOf(Type.Object({ name: Type.String({ pattern: DAG_NAME_PATTERN }) }), { name: '../x' }), { field: 'name', reason: name });
+    // A schedule's name has the same rule (one pattern text, one rule).
+    assert.deepEqual(errorsOf(Type.Object({ name: Type.String({ pattern: SCHEDULE_NAME_PATTERN }) }), { name: '..' }), { field: 'name', reason: name });
+  });
+  it('a pattern without a rule (the sign-in code, or one not listed) is "malformed"', () => {
+    assert.deepEqual(errorsOf(Type.Object({ code: Type.String({ pattern: WEB_SECRET_PATTERN }) }), { code: 'short' }), { field: 'code', reason: 'malformed' });
+    assert.deepEqual(errorsOf(Type.Object({ x: Type.String({ pattern: '^a+$' }) }), { x: 'b' }), { field: 'x', reason: 'malformed' });
   });
   it('other errors keep their reasons', () => {
     assert.deepEqual(errorsOf(Type.Object({ limit: Type.Integer() }), { limit: 'abc' }), { field: 'limit', reason: 'must be integer' });

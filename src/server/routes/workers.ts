@@ -5,6 +5,7 @@ import { WORKER_CONNECT_PATH } from '../../core/protocol.js';
 import { NotFoundError } from '../../core/errors.js';
 import { principalOf } from '../auth.js';
 import type { AppContext } from '../context.js';
+import { WORKER_ID_PATTERN } from '../pattern-rules.js';
 import { ErrorSchema, WorkerSchema } from '../schemas.js';
 import { workerViews, type WorkerViewDeps } from '../worker-views.js';
 import { WorkerSession } from '../worker-session.js';
@@ -39,7 +40,7 @@ export function workerRoutes(app: FastifyInstance, ctx: AppContext): void {
       schema: {
         tags: ['workers'],
         summary: 'Drain a worker: no new work; running attempts finish within its drain timeout, the rest run elsewhere',
-        params: Type.Object({ id: Type.String({ pattern: '^[A-Za-z0-9._:-]{1,100}$' }) }, { additionalProperties: false }),
+        params: Type.Object({ id: Type.String({ pattern: WORKER_ID_PATTERN }) }, { additionalProperties: false }),
         response: { 200: Type.Object({ workerId: Type.String(), draining: Type.Boolean() }), 400: ErrorSchema, 401: ErrorSchema, 403: ErrorSchema, 404: ErrorSchema },
       },
     },
