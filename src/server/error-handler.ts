@@ -68,9 +68,45 @@ export function errorBody(code: string, message: string, extra: Record<string, s
 export function describeValidation(err: { validation?: unknown[]; validationContext?: string }): { field: string; reason: string } {
   // Report the most specific error: ajv lists union branches before the union itself.
   const all = (err.validation ?? []) as AjvError[];
-  const first = all[0] ?? {};
+  const first = unionBranch(all) ?? all[0] ?? {};
   const header = err.validationContext === 'headers' ? headerError(first) : null;
-  return { field: header?.field ?? fieldOf(first, err.validationContext), reason: header?.reason ?? allowedValues(first, all) ?? reasonOf(first) };
+  return {
+    field: header?.field ?? fieldOf(first, err.validationContext),
+    reason: header?.reason ?? allowedValues(first, all) ?? unionTypes(all) ?? reasonOf(first),
+  };
+}
+
+/**
+ * The errors ajv (allErrors off) gives for a value that fails a union such as
+ * a duration (integer milliseconds or a string like "5m") or a nullable
+ * field: each branch's first error at the value itself, then the `anyOf`.
+ * Null when the value got no union error at its own level, or when a branch
+ * failed deeper inside the value (that error, first in the list, is the most
+ * specific and is reported as it is).
+ */
+function unionLevel(all: AjvError[]): AjvError[] | null {
+  const union = all.findIndex((e) => e.keyword === 'anyOf');
+  if (union <= 0) return null;
+  const branches = all.slice(0, union);
+  return branches.every((e) => e.instancePath === all[union]!.instancePath) ? branches : null;
+}
+
+/**
+ * The branch whose type the value had, when exactly one had it: for -5 as a
+ * duration, "must be >= 0" (the integer branch), not the first branch's
+ * "must be integer"; for "" likewise the string branch's minimum length.
+ */
+function unionBranch(all: AjvError[]): AjvError | null {
+  const typed = unionLevel(all)?.filter((e) => e.keyword !== 'type') ?? [];
+  return typed.length === 1 ? typed[0]! : null;
+}
+
+/** A value of none of the union's types: "must be integer or string", not only the first branch's type. */
+function unionTypes(all: AjvError[]): string | null {
+  const branches = unionLevel(all);
+  if (!branches || branches.some((e) => e.keyword !== 'type')) return null;
+  const types = [...new Set(branches.map((e) => String(e.params?.type)))];
+  return `must be ${types.join(' or ')}`;
 }
 
 /**

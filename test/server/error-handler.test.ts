@@ -40,6 +40,27 @@ describe('describeValidation', () => {
     assert.deepEqual(errorsOf(Type.Object({ code: Type.String({ pattern: WEB_SECRET_PATTERN }) }), { code: 'short' }), { field: 'code', reason: 'malformed' });
     assert.deepEqual(errorsOf(Type.Object({ x: Type.String({ pattern: '^a+$' }) }), { x: 'b' }), { field: 'x', reason: 'malformed' });
   });
+  it('a union (a duration, a nullable field) names the branch the value had the type of, or every type when it had none', () => {
+    // As the server validates bodies: no coercion (app.ts newAjv).
+    const body = new Ajv({ coerceTypes: false, removeAdditional: false, useDefaults: true, allErrors: false, strict: false });
+    const bodyErrors = (schema: object, value: unknown) => {
+      const validate = body.compile(schema);
+      assert.equal(validate(value), false);
+      return describeValidation({ validation: validate.errors ?? [], validationContext: 'body' });
+    };
+    const duration = Type.Object({ timeout: Type.Union([Type.Integer({ minimum: 0 }), Type.String({ minLength: 1, maxLength: 32 })]) });
+    assert.deepEqual(bodyErrors(duration, { timeout: true }), { field: 'timeout', reason: 'must be integer or string' });
+    assert.deepEqual(bodyErrors(duration, { timeout: 1.5 }), { field: 'timeout', reason: 'must be integer or string' });
+    assert.deepEqual(bodyErrors(duration, { timeout: -5 }), { field: 'timeout', reason: 'must be >= 0' });
+    assert.deepEqual(bodyErrors(duration, { timeout: '' }), { field: 'timeout', reason: 'must NOT have fewer than 1 characters' });
+    const nullable = Type.Object({ n: Type.Union([Type.Integer(), Type.Null()]) });
+    assert.deepEqual(bodyErrors(nullable, { n: 'x' }), { field: 'n', reason: 'must be integer or null' });
+    // An object branch: its own error (named inside the object), whether at the object's level or deeper.
+    const inner = Type.Object({ task: Type.Union([Type.Object({ a: Type.Optional(Type.Integer()) }, { additionalProperties: false }), Type.Null()]) });
+    assert.deepEqual(bodyErrors(inner, { task: { b: 1 } }), { field: 'task.b', reason: 'unknown field' });
+    assert.deepEqual(bodyErrors(inner, { task: { a: 'x' } }), { field: 'task.a', reason: 'must be integer' });
+    assert.deepEqual(bodyErrors(inner, { task: 7 }), { field: 'task', reason: 'must be object or null' });
+  });
   it('other errors keep their reasons', () => {
     assert.deepEqual(errorsOf(Type.Object({ limit: Type.Integer() }), { limit: 'abc' }), { field: 'limit', reason: 'must be integer' });
     assert.deepEqual(errorsOf(Type.Object({}, { additionalProperties: false }), { kind: 'x' }), { field: 'kind', reason: 'unknown field' });
