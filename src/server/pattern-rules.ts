@@ -45,7 +45,7 @@ const RULES: ReadonlyMap<string, string> = new Map([
   [TASK_LIST_CURSOR_PATTERN, 'the nextCursor of the page before (a task id, or "<ms>.<task id>" with order=ended)'],
   [PAGE_CURSOR_PATTERN, 'the nextCursor of the page before (0-9 and A-Z)'],
   // SCHEDULE_NAME_PATTERN (schedule-schemas.ts) is this text too.
-  [DAG_NAME_PATTERN, '1..100 of A-Z a-z 0-9 . _ -, and not . or .. alone'],
+  [DAG_NAME_PATTERN, '1..100 of A-Z a-z 0-9 . _ -, not . or .. alone'],
   [SCHEDULE_FILTER_PATTERN, 'a schedule name: 1..100 of A-Z a-z 0-9 . _ -'],
   [WORKER_ID_PATTERN, 'a worker id: 1..100 of A-Z a-z 0-9 . _ : -'],
   [TOKEN_ID_PATTERN, 'a token id: 16 hex digits in lower case (drover token ls)'],

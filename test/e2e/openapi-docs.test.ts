@@ -160,7 +160,7 @@ describe('e2e: the OpenAPI document and the API reference page', () => {
     for (const [method, path, body, field, reason] of [
       ['GET', '/v1/tasks/01m99n53bn948365byngrbca4c', undefined, 'id', /^expected an id of 26 characters, 0-9 and A-Z without I, L, O, U \(Crockford base32\), upper case$/],
       ['GET', '/v1/tasks?id=01I', undefined, 'id', /^expected 1\.\.26 characters of an id/],
-      ['POST', '/v1/schedules', JSON.stringify({ name: '..', schedule: '* * * * *', task: { command: 'true' } }), 'name', /^expected 1\.\.100 of A-Z a-z 0-9 \. _ -, and not \. or \.\. alone$/],
+      ['POST', '/v1/schedules', JSON.stringify({ name: '..', schedule: '* * * * *', task: { command: 'true' } }), 'name', /^expected 1\.\.100 of A-Z a-z 0-9 \. _ -, not \. or \.\. alone$/],
       ['POST', '/v1/tokens', JSON.stringify({ name: 'n', role: 'user', user: 'a b' }), 'user', /^expected A-Z a-z 0-9 \. _ @ - only$/],
       ['POST', '/v1/workers/a%20b/drain', undefined, 'id', /^expected a worker id: /],
     ] as const) {

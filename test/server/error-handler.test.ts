@@ -31,7 +31,7 @@ describe('describeValidation', () => {
       field: 'id',
       reason: 'expected an id of 26 characters, 0-9 and A-Z without I, L, O, U (Crockford base32), upper case',
     });
-    const name = 'expected 1..100 of A-Z a-z 0-9 . _ -, and not . or .. alone';
+    const name = 'expected 1..100 of A-Z a-z 0-9 . _ -, not . or .. alone';
     assert.deepEqual(errorsOf(Type.Object({ name: Type.String({ pattern: DAG_NAME_PATTERN }) }), { name: '../x' }), { field: 'name', reason: name });
     // A schedule's name has the same rule (one pattern text, one rule).
     assert.deepEqual(errorsOf(Type.Object({ name: Type.String({ pattern: SCHEDULE_NAME_PATTERN }) }), { name: '..' }), { field: 'name', reason: name });
