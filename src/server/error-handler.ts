@@ -42,9 +42,25 @@ function reasonOf(e: AjvError): string {
     }
     case 'anyOf':
       return 'has the wrong type or value';
+    // Sizes in plain words rather than ajv's "must NOT have fewer than 1 characters".
+    case 'minLength':
+      return Number(e.params?.limit) === 1 ? 'must not be empty' : `must be at least ${String(e.params?.limit)} characters`;
+    case 'maxLength':
+      return `must be at most ${String(e.params?.limit)} characters`;
+    case 'minItems':
+      return `must have at least ${count(e.params?.limit, 'item')}`;
+    case 'maxItems':
+      return `must have at most ${count(e.params?.limit, 'item')}`;
+    case 'maxProperties':
+      return `must have at most ${count(e.params?.limit, 'entry', 'entries')}`;
     default:
       return e.message ?? 'invalid';
   }
+}
+
+/** "1 item", "1000 items". */
+function count(n: unknown, one: string, many = `${one}s`): string {
+  return `${String(n)} ${Number(n) === 1 ? one : many}`;
 }
 
 /** A header's validation error: the header named as documented, and its rule (schemas.ts HEADER_RULES). */

@@ -52,7 +52,7 @@ describe('describeValidation', () => {
     assert.deepEqual(bodyErrors(duration, { timeout: true }), { field: 'timeout', reason: 'must be integer or string' });
     assert.deepEqual(bodyErrors(duration, { timeout: 1.5 }), { field: 'timeout', reason: 'must be integer or string' });
     assert.deepEqual(bodyErrors(duration, { timeout: -5 }), { field: 'timeout', reason: 'must be >= 0' });
-    assert.deepEqual(bodyErrors(duration, { timeout: '' }), { field: 'timeout', reason: 'must NOT have fewer than 1 characters' });
+    assert.deepEqual(bodyErrors(duration, { timeout: '' }), { field: 'timeout', reason: 'must not be empty' });
     const nullable = Type.Object({ n: Type.Union([Type.Integer(), Type.Null()]) });
     assert.deepEqual(bodyErrors(nullable, { n: 'x' }), { field: 'n', reason: 'must be integer or null' });
     // An object branch: its own error (named inside the object), whether at the object's level or deeper.
@@ -60,6 +60,22 @@ describe('describeValidation', () => {
     assert.deepEqual(bodyErrors(inner, { task: { b: 1 } }), { field: 'task.b', reason: 'unknown field' });
     assert.deepEqual(bodyErrors(inner, { task: { a: 'x' } }), { field: 'task.a', reason: 'must be integer' });
     assert.deepEqual(bodyErrors(inner, { task: 7 }), { field: 'task', reason: 'must be object or null' });
+  });
+  it('sizes in plain words: empty, at least, at most', () => {
+    const s = Type.Object({
+      name: Type.Optional(Type.String({ minLength: 1, maxLength: 5 })),
+      code: Type.Optional(Type.String({ minLength: 3 })),
+      tasks: Type.Optional(Type.Array(Type.Integer(), { minItems: 1, maxItems: 2 })),
+      two: Type.Optional(Type.Array(Type.Integer(), { minItems: 2 })),
+      env: Type.Optional(Type.Record(Type.String(), Type.String(), { maxProperties: 1 })),
+    });
+    assert.deepEqual(errorsOf(s, { name: '' }), { field: 'name', reason: 'must not be empty' });
+    assert.deepEqual(errorsOf(s, { name: 'abcdef' }), { field: 'name', reason: 'must be at most 5 characters' });
+    assert.deepEqual(errorsOf(s, { code: 'ab' }), { field: 'code', reason: 'must be at least 3 characters' });
+    assert.deepEqual(errorsOf(s, { tasks: [] }), { field: 'tasks', reason: 'must have at least 1 item' });
+    assert.deepEqual(errorsOf(s, { tasks: [1, 2, 3] }), { field: 'tasks', reason: 'must have at most 2 items' });
+    assert.deepEqual(errorsOf(s, { two: [1] }), { field: 'two', reason: 'must have at least 2 items' });
+    assert.deepEqual(errorsOf(s, { env: { A: 'x', B: 'y' } }), { field: 'env', reason: 'must have at most 1 entry' });
   });
   it('other errors keep their reasons', () => {
     assert.deepEqual(errorsOf(Type.Object({ limit: Type.Integer() }), { limit: 'abc' }), { field: 'limit', reason: 'must be integer' });
